@@ -1,0 +1,89 @@
+/* config.h - the daemon's configuration: a Lua 5.4 file run in a sandbox,
+ * returning a table, validated in full before it is used. */
+#ifndef HF_CONFIG_H
+#define HF_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "log.h"
+
+enum hf_redis_down_policy { HF_FAIL_CLOSED, HF_BEST_EFFORT };
+enum hf_script_pref { HF_SCRIPT_AUTO, HF_SCRIPT_FCALL, HF_SCRIPT_EVALSHA, HF_SCRIPT_EVAL };
+enum hf_release_pref { HF_RELEASE_AUTO, HF_RELEASE_SCRIPT, HF_RELEASE_DELEX };
+
+struct hf_namespace {
+    char *name;
+    uint32_t default_ttl_ms;
+    uint32_t min_ttl_ms;
+    uint32_t max_ttl_ms;
+    bool confirmable;
+    uint32_t confirm_window_ms;        /* hold TTL while PostgreSQL commits */
+    uint32_t confirmed_marker_ttl_ms;  /* 0: release instead of marking */
+    enum hf_redis_down_policy on_redis_down;
+    uint32_t min_replicas_ack;         /* WAIT n before a grant counts */
+    uint32_t replicas_ack_timeout_ms;
+};
+
+struct hf_config {
+    int refs;
+    char *path;
+
+    char *socket_path;
+    uint32_t socket_mode;
+    char *socket_group;        /* NULL: leave the group alone */
+    uint32_t *allow_uids;      /* empty: any peer that can open the socket */
+    size_t n_allow_uids;
+    uint32_t *allow_gids;
+    size_t n_allow_gids;
+
+    char *redis_address;       /* "unix:/path" or "host:port" */
+    char *redis_username;
+    char *redis_password;
+    uint32_t redis_db;
+    uint32_t redis_pool_size;
+    uint32_t redis_connect_timeout_ms;
+    uint32_t redis_command_timeout_ms;
+    enum hf_script_pref script_path;
+    enum hf_release_pref release_path;
+
+    char *pg_dsn;              /* NULL: PostgreSQL not configured */
+    uint32_t pg_pool_size;
+    uint32_t pg_connect_timeout_ms;
+    uint32_t pg_statement_timeout_ms;
+    uint32_t pg_idempotency_retention_s;
+
+    uint32_t max_frame_bytes;
+    uint32_t max_inflight_per_conn;
+    uint32_t max_connections;
+    uint32_t max_ids;
+    uint32_t default_timeout_ms;
+    uint32_t max_timeout_ms;
+    uint32_t drain_timeout_ms;
+
+    enum hf_log_level log_level;
+    char *log_fingerprint_key;
+
+    struct hf_namespace *namespaces;
+    size_t n_namespaces;
+};
+
+/* Load and validate `path`. On error returns NULL and writes a message that
+ * names the file, the line and the key into err. */
+struct hf_config *hf_config_load(const char *path, char *err, size_t errlen);
+/* Same, from text (tests); `name` is used in messages. */
+struct hf_config *hf_config_load_string(const char *name, const char *text,
+                                        char *err, size_t errlen);
+
+struct hf_config *hf_config_ref(struct hf_config *cfg);
+void hf_config_unref(struct hf_config *cfg);
+
+const struct hf_namespace *hf_config_namespace(const struct hf_config *cfg,
+                                               const char *name);
+
+/* Settings that need a restart to change; logs each one that differs. */
+void hf_config_warn_restart_only(const struct hf_config *old_cfg,
+                                 const struct hf_config *new_cfg);
+
+#endif

@@ -1,0 +1,32 @@
+/* daemon.h - what a request handler may reach: the loop, the current
+ * configuration and the backends. Owned by main.c, passed explicitly. */
+#ifndef HF_DAEMON_H
+#define HF_DAEMON_H
+
+#include <stdbool.h>
+#include <uv.h>
+
+#include "config.h"
+
+struct hf_scripts;
+struct hf_pg_pool;
+struct hf_server;
+
+struct hf_daemon {
+    uv_loop_t *loop;
+    struct hf_config *cfg;        /* current; requests keep a reference */
+    struct hf_scripts *scripts;   /* Redis */
+    struct hf_pg_pool *pg;        /* NULL when PostgreSQL is not configured */
+    bool pg_ready;                /* kept by the pool's state callback */
+    struct hf_server *server;
+    bool draining;                /* SIGTERM: finish what is in flight */
+    unsigned in_flight;
+    unsigned connections;
+    void (*on_idle)(struct hf_daemon *d); /* in_flight reached 0 while draining */
+};
+
+/* Ready for traffic: Redis library loaded, PostgreSQL reachable when
+ * configured, not draining. */
+bool hf_daemon_ready(const struct hf_daemon *d);
+
+#endif

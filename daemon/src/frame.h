@@ -1,0 +1,47 @@
+/* frame.h - the wire framing (4-byte big-endian length + protobuf envelope)
+ * and envelope helpers. No I/O here, so it can be unit-tested and fuzzed. */
+#ifndef HF_FRAME_H
+#define HF_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "holdfast/v1/holdfast.pb-c.h"
+
+#define HF_FRAME_HEADER 4
+
+typedef Holdfast__V1__Request hf_request_msg;
+typedef Holdfast__V1__Response hf_response_msg;
+typedef Holdfast__V1__Code hf_code;
+
+enum hf_frame_status {
+    HF_FRAME_NEED_MORE,  /* not a whole frame yet */
+    HF_FRAME_READY,      /* a whole frame: payload length in *payload_len */
+    HF_FRAME_TOO_LARGE,  /* declared length above the limit: stream unusable */
+};
+
+/* Inspect the start of `buf`. */
+enum hf_frame_status hf_frame_peek(const uint8_t *buf, size_t len, size_t max_payload,
+                                   size_t *payload_len);
+
+/* Pack an envelope behind its 4-byte length into a malloc'd buffer. */
+uint8_t *hf_frame_pack_response(const hf_response_msg *msg, size_t *out_len);
+uint8_t *hf_frame_pack_request(const hf_request_msg *msg, size_t *out_len);
+
+/* NULL when the bytes are not a valid Request. Free with hf_request_msg_free. */
+hf_request_msg *hf_frame_unpack_request(const uint8_t *payload, size_t len);
+void hf_request_msg_free(hf_request_msg *msg);
+hf_response_msg *hf_frame_unpack_response(const uint8_t *payload, size_t len);
+void hf_response_msg_free(hf_response_msg *msg);
+
+/* "OK", "HELD_BY_ANOTHER", ... (the enum name without CODE_). */
+const char *hf_code_name(hf_code code);
+enum hf_op {
+    HF_OP_HOLD, HF_OP_EXTEND, HF_OP_RELEASE, HF_OP_CONFIRM, HF_OP_CANCEL,
+    HF_OP_STATUS, HF_OP_HEALTH, HF_OP_METRICS, HF_OP_UNKNOWN, HF_OP__COUNT
+};
+enum hf_op hf_op_of(Holdfast__V1__Request__MethodCase method);
+/* "hold", "extend", ... "unknown". */
+const char *hf_op_name(enum hf_op op);
+
+#endif

@@ -1,0 +1,34 @@
+/* keys.c - builds hold and fence keys. The hash tag {ns:partition} keeps a
+ * partition on one cluster slot so multi-id scripts never hit CROSSSLOT. */
+#include "keys.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FENCE_SUFFIX "#fence"
+
+struct hf_keyset *hf_keyset_build(const char *ns, const char *partition,
+                                  char *const *ids, size_t n_ids) {
+    size_t prefix_len = strlen("hf:{") + strlen(ns) + 1 + strlen(partition) + strlen("}:");
+    size_t text = prefix_len + strlen(FENCE_SUFFIX) + 1;
+    for (size_t i = 0; i < n_ids; i++) text += prefix_len + strlen(ids[i]) + 1;
+    size_t count = n_ids + 1;
+    size_t header = sizeof(struct hf_keyset) + count * (sizeof(char *) + sizeof(size_t));
+    struct hf_keyset *ks = malloc(header + text);
+    if (!ks) return NULL;
+    ks->count = count;
+    ks->keys = (const char **)(ks + 1);
+    ks->lens = (size_t *)(ks->keys + count);
+    char *p = (char *)(ks->lens + count);
+    for (size_t i = 0; i < count; i++) {
+        const char *suffix = i == 0 ? FENCE_SUFFIX : ids[i - 1];
+        int n = sprintf(p, "hf:{%s:%s}:%s", ns, partition, suffix);
+        ks->keys[i] = p;
+        ks->lens[i] = (size_t)n;
+        p += n + 1;
+    }
+    return ks;
+}
+
+void hf_keyset_free(struct hf_keyset *ks) { free(ks); }

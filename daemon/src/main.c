@@ -1,0 +1,240 @@
+/* main.c - holdfastd: start-up order, signals, reload and shutdown.
+ *
+ * Start-up: config -> Redis pool (connects and loads the library in the
+ * background) -> listener. READY=1 once Redis (and PostgreSQL, where
+ * configured) can serve. SIGTERM drains: stop accepting, answer what is in
+ * flight (bounded by limits.drain_timeout_ms), exit 0. SIGHUP reloads
+ * namespaces, limits and the log level; an invalid file keeps the old
+ * configuration. */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "config.h"
+#include "daemon.h"
+#include "log.h"
+#include "metrics.h"
+#include "notify.h"
+#include "scripts.h"
+#include "server.h"
+#include "token.h"
+
+struct app {
+    struct hf_daemon d; /* first: callbacks get the daemon and find the app */
+    uv_loop_t loop;
+    uv_signal_t sigterm, sigint, sighup;
+    uv_timer_t drain_timer;
+    uv_timer_t watchdog;
+    bool ready_announced;
+    bool last_ready;
+    bool stopping;
+    int exit_code;
+};
+
+static void usage(FILE *out) {
+    fprintf(out,
+            "usage: holdfastd --config FILE      run in the foreground\n"
+            "       holdfastd --check-config FILE validate FILE and exit (0 = valid)\n"
+            "       holdfastd --version\n");
+}
+
+static void update_readiness(struct app *app) {
+    bool ready = hf_daemon_ready(&app->d);
+    if (ready == app->last_ready) return;
+    app->last_ready = ready;
+    if (ready) {
+        log_info("ready: redis %s, scripts via %s", "up", hf_scripts_path_name(app->d.scripts));
+        if (!app->ready_announced) {
+            hf_notify_ready("serving");
+            app->ready_announced = true;
+        } else {
+            hf_notify_status("serving");
+        }
+    } else if (!app->d.draining) {
+        log_warn("not ready: redis %s%s", hf_scripts_ready(app->d.scripts) ? "up" : "down",
+                 app->d.pg && !app->d.pg_ready ? ", postgres down" : "");
+        hf_notify_status("backend unavailable; retrying");
+    }
+}
+
+static void on_redis_ready(void *ud, bool ready) {
+    (void)ready;
+    update_readiness(ud);
+}
+
+static void close_walk_cb(uv_handle_t *h, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(h)) uv_close(h, NULL);
+}
+
+static void shutdown_now(struct app *app) {
+    if (app->stopping) return;
+    app->stopping = true;
+    log_info("shutting down (%u requests still in flight)", app->d.in_flight);
+    hf_server_close(app->d.server);
+    app->d.server = NULL;
+    hf_scripts_close(app->d.scripts);
+    app->d.scripts = NULL;
+    uv_close((uv_handle_t *)&app->sigterm, NULL);
+    uv_close((uv_handle_t *)&app->sigint, NULL);
+    uv_close((uv_handle_t *)&app->sighup, NULL);
+    uv_close((uv_handle_t *)&app->drain_timer, NULL);
+    uv_close((uv_handle_t *)&app->watchdog, NULL);
+}
+
+static void on_idle(struct hf_daemon *d) { shutdown_now((struct app *)d); }
+
+static void on_drain_timeout(uv_timer_t *t) {
+    struct app *app = t->data;
+    log_warn("drain: %u requests still in flight after %u ms; closing", app->d.in_flight,
+             app->d.cfg->drain_timeout_ms);
+    shutdown_now(app);
+}
+
+static void on_terminate(uv_signal_t *s, int signum) {
+    struct app *app = s->data;
+    if (app->d.draining) {
+        log_warn("second %s: closing now", strsignal(signum));
+        shutdown_now(app);
+        return;
+    }
+    log_info("%s: draining %u requests in flight (at most %u ms)", strsignal(signum),
+             app->d.in_flight, app->d.cfg->drain_timeout_ms);
+    app->d.draining = true;
+    hf_notify_stopping();
+    hf_server_stop_accepting(app->d.server);
+    if (app->d.in_flight == 0) {
+        shutdown_now(app);
+        return;
+    }
+    uv_timer_start(&app->drain_timer, on_drain_timeout, app->d.cfg->drain_timeout_ms, 0);
+}
+
+static void on_reload(uv_signal_t *s, int signum) {
+    (void)signum;
+    struct app *app = s->data;
+    hf_notify_reloading();
+    char err[1024];
+    struct hf_config *next = hf_config_load(app->d.cfg->path, err, sizeof err);
+    if (!next) {
+        hf_metrics_inc(HF_C_CONFIG_RELOAD_FAILURES);
+        log_error("reload refused, keeping the running configuration: %s", err);
+    } else {
+        hf_config_warn_restart_only(app->d.cfg, next);
+        hf_config_unref(app->d.cfg);
+        app->d.cfg = next;
+        hf_log_set_level(next->log_level);
+        hf_metrics_inc(HF_C_CONFIG_RELOADS);
+        log_info("configuration reloaded from %s (%zu namespaces)", next->path,
+                 next->n_namespaces);
+    }
+    hf_notify_ready(hf_daemon_ready(&app->d) ? "serving" : "backend unavailable; retrying");
+}
+
+static void on_watchdog(uv_timer_t *t) {
+    (void)t;
+    hf_notify_watchdog();
+}
+
+static int run(const char *config_path) {
+    char err[1024];
+    struct hf_config *cfg = hf_config_load(config_path, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "holdfastd: %s\n", err);
+        return 1;
+    }
+    hf_log_set_level(cfg->log_level);
+    if (hf_token_init(cfg->log_fingerprint_key) != 0) {
+        log_error("libsodium initialisation failed");
+        hf_config_unref(cfg);
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
+
+    struct app *app = calloc(1, sizeof *app);
+    if (!app) {
+        hf_config_unref(cfg);
+        return 1;
+    }
+    uv_loop_init(&app->loop);
+    app->d.loop = &app->loop;
+    app->d.cfg = cfg;
+    app->d.on_idle = on_idle;
+    log_info("holdfastd %s starting (config %s, library %s)", HOLDFAST_VERSION, cfg->path,
+             HF_LIBRARY_NAME);
+
+    uv_signal_init(&app->loop, &app->sigterm);
+    uv_signal_init(&app->loop, &app->sigint);
+    uv_signal_init(&app->loop, &app->sighup);
+    app->sigterm.data = app->sigint.data = app->sighup.data = app;
+    uv_signal_start(&app->sigterm, on_terminate, SIGTERM);
+    uv_signal_start(&app->sigint, on_terminate, SIGINT);
+    uv_signal_start(&app->sighup, on_reload, SIGHUP);
+    uv_timer_init(&app->loop, &app->drain_timer);
+    app->drain_timer.data = app;
+    uv_timer_init(&app->loop, &app->watchdog);
+    uint64_t wd = hf_notify_watchdog_usec();
+    if (wd) uv_timer_start(&app->watchdog, on_watchdog, wd / 2000, wd / 2000);
+
+    app->d.scripts = hf_scripts_create(&app->loop, cfg, on_redis_ready, app);
+    app->d.server = app->d.scripts ? hf_server_create(&app->d) : NULL;
+    if (!app->d.server) {
+        log_error("start-up failed");
+        app->exit_code = 1;
+        shutdown_now(app);
+    }
+
+    uv_run(&app->loop, UV_RUN_DEFAULT);
+    /* Anything still open (nothing, normally) is closed so the loop can be
+     * freed cleanly. */
+    uv_walk(&app->loop, close_walk_cb, NULL);
+    uv_run(&app->loop, UV_RUN_DEFAULT);
+    int rc = uv_loop_close(&app->loop);
+    if (rc != 0) log_warn("loop closed with handles open: %s", uv_strerror(rc));
+    int exit_code = app->exit_code;
+    log_info("stopped");
+    hf_config_unref(app->d.cfg);
+    free(app);
+    return exit_code;
+}
+
+static int check_config(const char *path) {
+    char err[1024];
+    struct hf_config *cfg = hf_config_load(path, err, sizeof err);
+    if (!cfg) {
+        fprintf(stderr, "holdfastd: %s\n", err);
+        return 1;
+    }
+    printf("%s: ok (%zu namespaces)\n", path, cfg->n_namespaces);
+    hf_config_unref(cfg);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static const struct option options[] = {
+        {"config", required_argument, NULL, 'c'},
+        {"check-config", required_argument, NULL, 'k'},
+        {"version", no_argument, NULL, 'V'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *config = NULL;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "c:k:Vh", options, NULL)) != -1) {
+        switch (opt) {
+        case 'c': config = optarg; break;
+        case 'k': return check_config(optarg);
+        case 'V': printf("holdfastd %s (library %s)\n", HOLDFAST_VERSION, HF_LIBRARY_NAME); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (!config || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    return run(config);
+}

@@ -1,0 +1,170 @@
+/* metrics.c - counters by op and result, latency histograms per op. */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define N_CODES 18 /* Code enum values 0..17 */
+#define N_BUCKETS 14
+
+static const uint64_t bucket_us[N_BUCKETS] = {100,    250,    500,     1000,    2500,
+                                              5000,   10000,  25000,   50000,   100000,
+                                              250000, 500000, 1000000, 5000000};
+
+static struct {
+    uint64_t requests[HF_OP__COUNT][N_CODES];
+    uint64_t degraded[HF_OP__COUNT];
+    uint64_t latency_buckets[HF_OP__COUNT][N_BUCKETS];
+    uint64_t latency_count[HF_OP__COUNT];
+    uint64_t latency_sum_us[HF_OP__COUNT];
+    uint64_t counters[HF_C__COUNT];
+    int64_t gauges[HF_G__COUNT];
+    const char *script_path;
+    const char *release_path;
+} m = {.script_path = "none", .release_path = "none"};
+
+static const struct {
+    const char *name;
+    const char *help;
+} counter_info[HF_C__COUNT] = {
+    [HF_C_REDIS_RECONNECTS] = {"holdfast_redis_reconnects_total", "Redis connections re-established."},
+    [HF_C_REDIS_ERRORS] = {"holdfast_redis_errors_total", "Redis calls that failed (error reply or lost connection)."},
+    [HF_C_REDIS_TIMEOUTS] = {"holdfast_redis_timeouts_total", "Redis calls that passed their deadline."},
+    [HF_C_REDIS_NOSCRIPT_RECOVERIES] = {"holdfast_redis_noscript_recoveries_total", "Calls re-sent as EVAL after NOSCRIPT or a missing function."},
+    [HF_C_LIBRARY_LOADS] = {"holdfast_redis_library_loads_total", "Times the script library was loaded into Redis."},
+    [HF_C_LATE_GRANTS_RELEASED] = {"holdfast_late_grants_released_total", "Grants that arrived after the request's deadline and were released again."},
+    [HF_C_REPLICA_ACK_FAILURES] = {"holdfast_replica_ack_failures_total", "Grants withdrawn because too few replicas acknowledged them."},
+    [HF_C_DEGRADED_ANSWERS] = {"holdfast_degraded_answers_total", "Answers given without Redis under the best_effort policy."},
+    [HF_C_FRAMES_REJECTED] = {"holdfast_frames_rejected_total", "Frames refused as oversized or undecodable."},
+    [HF_C_CONNECTIONS_REJECTED] = {"holdfast_connections_rejected_total", "Client connections refused (limit or peer credentials)."},
+    [HF_C_CONNECTIONS_ACCEPTED] = {"holdfast_connections_accepted_total", "Client connections accepted."},
+    [HF_C_PG_RECONNECTS] = {"holdfast_postgres_reconnects_total", "PostgreSQL connections re-established."},
+    [HF_C_PG_ERRORS] = {"holdfast_postgres_errors_total", "PostgreSQL calls that failed."},
+    [HF_C_RELEASE_AFTER_CONFIRM_FAILED] = {"holdfast_release_after_confirm_failed_total", "Hold releases or markings that failed after a committed confirm."},
+    [HF_C_CONFIRM_IN_DOUBT] = {"holdfast_confirm_in_doubt_total", "Confirms whose commit outcome had to be looked up again."},
+    [HF_C_CONFIG_RELOADS] = {"holdfast_config_reloads_total", "Successful configuration reloads."},
+    [HF_C_CONFIG_RELOAD_FAILURES] = {"holdfast_config_reload_failures_total", "Reloads refused because the new file was invalid."},
+};
+
+static const struct {
+    const char *name;
+    const char *help;
+} gauge_info[HF_G__COUNT] = {
+    [HF_G_CONNECTIONS] = {"holdfast_client_connections", "Open client connections."},
+    [HF_G_IN_FLIGHT] = {"holdfast_requests_in_flight", "Requests being processed."},
+    [HF_G_REDIS_CONNECTED] = {"holdfast_redis_pool_connected", "Redis pool connections that are ready."},
+    [HF_G_REDIS_POOL_SIZE] = {"holdfast_redis_pool_size", "Configured Redis pool size."},
+    [HF_G_PG_CONNECTED] = {"holdfast_postgres_pool_connected", "PostgreSQL pool connections that are ready."},
+    [HF_G_PG_POOL_SIZE] = {"holdfast_postgres_pool_size", "Configured PostgreSQL pool size."},
+};
+
+void hf_metrics_request(enum hf_op op, hf_code code, bool degraded, uint64_t latency_us) {
+    if ((unsigned)op >= HF_OP__COUNT) op = HF_OP_UNKNOWN;
+    if ((unsigned)code >= N_CODES) code = 0;
+    m.requests[op][code]++;
+    if (degraded) m.degraded[op]++;
+    for (int b = 0; b < N_BUCKETS; b++)
+        if (latency_us <= bucket_us[b]) m.latency_buckets[op][b]++;
+    m.latency_count[op]++;
+    m.latency_sum_us[op] += latency_us;
+}
+
+void hf_metrics_inc(enum hf_counter c) { m.counters[c]++; }
+void hf_metrics_gauge_add(enum hf_gauge g, int64_t delta) { m.gauges[g] += delta; }
+void hf_metrics_gauge_set(enum hf_gauge g, int64_t value) { m.gauges[g] = value; }
+int64_t hf_metrics_gauge(enum hf_gauge g) { return m.gauges[g]; }
+
+void hf_metrics_set_paths(const char *script_path, const char *release_path) {
+    m.script_path = script_path;
+    m.release_path = release_path;
+}
+
+struct buf {
+    char *data;
+    size_t len, cap;
+    bool oom;
+};
+
+static void put(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void put(struct buf *b, const char *fmt, ...) {
+    if (b->oom) return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->data + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && (size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)(n > 0 ? n : 0);
+        char *grown = realloc(b->data, cap);
+        if (!grown) {
+            b->oom = true;
+            return;
+        }
+        b->data = grown;
+        b->cap = cap;
+    }
+}
+
+char *hf_metrics_render(void) {
+    struct buf b = {.data = malloc(16384), .cap = 16384};
+    if (!b.data) return NULL;
+    b.data[0] = '\0';
+    put(&b, "# HELP holdfast_requests_total Requests answered, by operation and result.\n"
+            "# TYPE holdfast_requests_total counter\n");
+    for (int op = 0; op < HF_OP__COUNT; op++)
+        for (int c = 1; c < N_CODES; c++)
+            if (m.requests[op][c] || op <= HF_OP_STATUS)
+                put(&b, "holdfast_requests_total{op=\"%s\",result=\"%s\"} %llu\n",
+                    hf_op_name((enum hf_op)op), hf_code_name((hf_code)c),
+                    (unsigned long long)m.requests[op][c]);
+    put(&b, "# HELP holdfast_degraded_requests_total Requests answered degraded (best_effort, Redis down).\n"
+            "# TYPE holdfast_degraded_requests_total counter\n");
+    for (int op = 0; op <= HF_OP_STATUS; op++)
+        put(&b, "holdfast_degraded_requests_total{op=\"%s\"} %llu\n", hf_op_name((enum hf_op)op),
+            (unsigned long long)m.degraded[op]);
+    put(&b, "# HELP holdfast_request_duration_seconds Time from reading a request to answering it.\n"
+            "# TYPE holdfast_request_duration_seconds histogram\n");
+    for (int op = 0; op < HF_OP__COUNT; op++) {
+        if (!m.latency_count[op] && op > HF_OP_STATUS) continue;
+        const char *name = hf_op_name((enum hf_op)op);
+        for (int bk = 0; bk < N_BUCKETS; bk++)
+            put(&b, "holdfast_request_duration_seconds_bucket{op=\"%s\",le=\"%g\"} %llu\n", name,
+                (double)bucket_us[bk] / 1e6, (unsigned long long)m.latency_buckets[op][bk]);
+        put(&b, "holdfast_request_duration_seconds_bucket{op=\"%s\",le=\"+Inf\"} %llu\n", name,
+            (unsigned long long)m.latency_count[op]);
+        put(&b, "holdfast_request_duration_seconds_sum{op=\"%s\"} %.6f\n", name,
+            (double)m.latency_sum_us[op] / 1e6);
+        put(&b, "holdfast_request_duration_seconds_count{op=\"%s\"} %llu\n", name,
+            (unsigned long long)m.latency_count[op]);
+    }
+    for (int c = 0; c < HF_C__COUNT; c++)
+        put(&b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counter_info[c].name,
+            counter_info[c].help, counter_info[c].name, counter_info[c].name,
+            (unsigned long long)m.counters[c]);
+    for (int g = 0; g < HF_G__COUNT; g++)
+        put(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", gauge_info[g].name,
+            gauge_info[g].help, gauge_info[g].name, gauge_info[g].name, (long long)m.gauges[g]);
+    put(&b, "# HELP holdfast_script_path_info Active Redis call path (1 = in use).\n"
+            "# TYPE holdfast_script_path_info gauge\n");
+    static const char *const script_paths[] = {"fcall", "evalsha", "eval"};
+    for (int i = 0; i < 3; i++)
+        put(&b, "holdfast_script_path_info{path=\"%s\"} %d\n", script_paths[i],
+            strcmp(m.script_path, script_paths[i]) == 0);
+    put(&b, "# HELP holdfast_release_path_info Active release path (1 = in use).\n"
+            "# TYPE holdfast_release_path_info gauge\n");
+    static const char *const release_paths[] = {"script", "delex"};
+    for (int i = 0; i < 2; i++)
+        put(&b, "holdfast_release_path_info{path=\"%s\"} %d\n", release_paths[i],
+            strcmp(m.release_path, release_paths[i]) == 0);
+    if (b.oom) {
+        free(b.data);
+        return NULL;
+    }
+    return b.data;
+}

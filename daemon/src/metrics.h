@@ -1,0 +1,53 @@
+/* metrics.h - process-wide counters, gauges and latency histograms,
+ * rendered in the Prometheus text format. Single-threaded (the loop). */
+#ifndef HF_METRICS_H
+#define HF_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "frame.h"
+
+enum hf_counter {
+    HF_C_REDIS_RECONNECTS,
+    HF_C_REDIS_ERRORS,
+    HF_C_REDIS_TIMEOUTS,
+    HF_C_REDIS_NOSCRIPT_RECOVERIES,
+    HF_C_LIBRARY_LOADS,
+    HF_C_LATE_GRANTS_RELEASED,
+    HF_C_REPLICA_ACK_FAILURES,
+    HF_C_DEGRADED_ANSWERS,
+    HF_C_FRAMES_REJECTED,
+    HF_C_CONNECTIONS_REJECTED,
+    HF_C_CONNECTIONS_ACCEPTED,
+    HF_C_PG_RECONNECTS,
+    HF_C_PG_ERRORS,
+    HF_C_RELEASE_AFTER_CONFIRM_FAILED,
+    HF_C_CONFIRM_IN_DOUBT,
+    HF_C_CONFIG_RELOADS,
+    HF_C_CONFIG_RELOAD_FAILURES,
+    HF_C__COUNT
+};
+
+enum hf_gauge {
+    HF_G_CONNECTIONS,
+    HF_G_IN_FLIGHT,
+    HF_G_REDIS_CONNECTED,
+    HF_G_REDIS_POOL_SIZE,
+    HF_G_PG_CONNECTED,
+    HF_G_PG_POOL_SIZE,
+    HF_G__COUNT
+};
+
+void hf_metrics_request(enum hf_op op, hf_code code, bool degraded, uint64_t latency_us);
+void hf_metrics_inc(enum hf_counter c);
+void hf_metrics_gauge_add(enum hf_gauge g, int64_t delta);
+void hf_metrics_gauge_set(enum hf_gauge g, int64_t value);
+int64_t hf_metrics_gauge(enum hf_gauge g);
+/* Which call paths are active ("fcall"/"evalsha"/"eval", "script"/"delex"). */
+void hf_metrics_set_paths(const char *script_path, const char *release_path);
+/* The exposition text in a malloc'd NUL-terminated buffer (NULL on OOM). */
+char *hf_metrics_render(void);
+
+#endif

@@ -1,0 +1,56 @@
+/* ops.h - the operations, and what they share: validating the target
+ * (namespace, partition, ids), TTLs and tokens, and turning Redis outcomes
+ * into answers. Each validator answers the request itself when it fails. */
+#ifndef HF_OPS_H
+#define HF_OPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keys.h"
+#include "redis_pool.h"
+#include "request.h"
+
+struct hf_target {
+    const struct hf_namespace *ns;
+    struct hf_keyset *keys; /* keys[0] fence counter, keys[1..] hold keys */
+    char **ids;
+    size_t n_ids;
+};
+
+void hf_ops_dispatch(struct hf_request *req);
+
+void hf_op_hold(struct hf_request *req);
+void hf_op_extend(struct hf_request *req);
+void hf_op_release(struct hf_request *req);
+void hf_op_status(struct hf_request *req);
+void hf_op_confirm(struct hf_request *req);
+void hf_op_cancel(struct hf_request *req);
+void hf_op_health(struct hf_request *req);
+void hf_op_metrics(struct hf_request *req);
+
+/* Validate namespace, partition and ids and build the keys into a target
+ * owned by the request. false: the request has been answered. */
+bool hf_target_parse(struct hf_request *req, const char *ns, const char *partition,
+                     char **ids, size_t n_ids, struct hf_target **out);
+/* 0 -> the namespace default; outside [min,max] -> INVALID_ARGUMENT. */
+bool hf_ttl_resolve(struct hf_request *req, const struct hf_namespace *ns, uint32_t asked,
+                    uint32_t *ttl);
+/* A token of the right shape; its fingerprint goes into the log line. */
+bool hf_token_check(struct hf_request *req, const char *token, bool required);
+
+/* Answer for a Redis call that did not give a usable reply: timeouts and
+ * lost connections are UNAVAILABLE (never a grant); under best_effort the
+ * answer is OK but marked degraded, with nothing held. */
+void hf_answer_redis_failure(struct hf_request *req, const struct hf_namespace *ns,
+                             enum hf_redis_status status, const char *what);
+/* Answer from a library code that is not GRANTED (index is 1-based into
+ * the target's ids, 0 for none). */
+void hf_answer_script_code(struct hf_request *req, const struct hf_target *t, long long code,
+                           long long index);
+/* Reply shapes of the library: an array whose first element is a code. */
+bool hf_reply_code(const redisReply *r, long long *code);
+long long hf_reply_int(const redisReply *r, size_t i);
+
+#endif

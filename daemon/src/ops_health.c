@@ -1,0 +1,50 @@
+/* ops_health.c - Health (liveness/readiness for probes) and Metrics. */
+#include <stdlib.h>
+
+#include "metrics.h"
+#include "ops.h"
+#include "scripts.h"
+
+#define CODE(x) HOLDFAST__V1__CODE__CODE_##x
+
+bool hf_daemon_ready(const struct hf_daemon *d) {
+    if (d->draining || !hf_scripts_ready(d->scripts)) return false;
+    return !d->pg || d->pg_ready;
+}
+
+void hf_op_health(struct hf_request *req) {
+    struct hf_daemon *d = req->d;
+    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
+    Holdfast__V1__HealthResponse hr = HOLDFAST__V1__HEALTH_RESPONSE__INIT;
+    hr.live = true;
+    hr.ready = hf_daemon_ready(d);
+    hr.version = HOLDFAST_VERSION;
+    hr.redis = hf_scripts_ready(d->scripts) ? "up" : "down";
+    hr.postgres = !d->pg ? "disabled" : d->pg_ready ? "up" : "down";
+    hr.script_path = (char *)hf_scripts_path_name(d->scripts);
+    hr.release_path = (char *)hf_scripts_release_path_name(d->scripts);
+    hr.library = HF_LIBRARY_NAME;
+    hr.connections = d->connections;
+    hr.in_flight = d->in_flight;
+    hr.draining = d->draining;
+    resp.code = CODE(OK);
+    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_HEALTH;
+    resp.health = &hr;
+    hf_request_reply(req, &resp);
+}
+
+void hf_op_metrics(struct hf_request *req) {
+    char *text = hf_metrics_render();
+    if (!text) {
+        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+        return;
+    }
+    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
+    Holdfast__V1__MetricsResponse mr = HOLDFAST__V1__METRICS_RESPONSE__INIT;
+    mr.text = text;
+    resp.code = CODE(OK);
+    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_METRICS;
+    resp.metrics = &mr;
+    hf_request_reply(req, &resp);
+    free(text);
+}

@@ -1,0 +1,179 @@
+/* ops_hold.c - Hold: all-or-nothing grant of 1..N ids under a fresh token,
+ * optionally confirmed by replicas (WAIT) before it counts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "ops.h"
+#include "scripts.h"
+
+#define CODE(x) HOLDFAST__V1__CODE__CODE_##x
+
+struct hold_call {
+    struct hf_request *req;
+    struct hf_target *t;
+    struct hf_redis_conn *conn;
+    uint32_t ttl;
+    uint64_t fence;
+    char random[HF_TOKEN_RANDOM_CHARS + 1];
+    char token[HF_TOKEN_MAX_LEN + 1];
+};
+
+static void finish(struct hold_call *hc) {
+    struct hf_request *req = hc->req;
+    free(hc);
+    hf_request_unref(req);
+}
+
+static void on_undo_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct hold_call *hc = privdata;
+    if (status != HF_REDIS_OK || r->type == REDIS_REPLY_ERROR)
+        log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
+                 hc->req->correlation_id, hc->ttl);
+    finish(hc);
+}
+
+/* Give back a grant nobody will use (deadline passed, replicas missing). */
+static void withdraw_grant(struct hold_call *hc) {
+    const char *args[] = {hc->token};
+    size_t lens[] = {strlen(hc->token)};
+    struct hf_keyset *ks = hc->t->keys;
+    if (hf_scripts_call(hc->req->d->scripts, NULL, HF_FN_RELEASE, ks->count - 1, ks->keys + 1,
+                        ks->lens + 1, 1, args, lens, hc->req->cfg->redis_command_timeout_ms,
+                        on_undo_reply, hc) != 0) {
+        log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
+                 hc->req->correlation_id, hc->ttl);
+        finish(hc);
+    }
+}
+
+static void answer_granted(struct hold_call *hc) {
+    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
+    Holdfast__V1__HoldResponse hr = HOLDFAST__V1__HOLD_RESPONSE__INIT;
+    hr.token = hc->token;
+    hr.fence = hc->fence;
+    hr.ttl_ms = hc->ttl;
+    resp.code = CODE(OK);
+    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_HOLD;
+    resp.hold = &hr;
+    hf_request_reply(hc->req, &resp);
+}
+
+static void on_wait_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct hold_call *hc = privdata;
+    struct hf_request *req = hc->req;
+    long long acks = status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    if (acks >= (long long)hc->t->ns->min_replicas_ack && !req->answered) {
+        answer_granted(hc);
+        finish(hc);
+        return;
+    }
+    if (!req->answered) {
+        hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
+        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
+                        "only %lld of %u replicas acknowledged the hold; withdrawn",
+                        acks < 0 ? 0 : acks, hc->t->ns->min_replicas_ack);
+    } else {
+        hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
+    }
+    withdraw_grant(hc);
+}
+
+static void on_hold_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct hold_call *hc = privdata;
+    struct hf_request *req = hc->req;
+    long long code;
+    if (status != HF_REDIS_OK) {
+        hf_answer_redis_failure(req, hc->t->ns, status, "hold");
+        finish(hc);
+        return;
+    }
+    if (!hf_reply_code(r, &code)) {
+        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL, "redis refused the hold script");
+        finish(hc);
+        return;
+    }
+    if (code != HF_SC_GRANTED) {
+        hf_answer_script_code(req, hc->t, code, hf_reply_int(r, 1));
+        finish(hc);
+        return;
+    }
+    const redisReply *fence = r->elements > 1 ? r->element[1] : NULL;
+    if (!fence || fence->type != REDIS_REPLY_STRING || fence->len > 20 ||
+        snprintf(hc->token, sizeof hc->token, "%s.%s", fence->str, hc->random) >=
+            (int)sizeof hc->token ||
+        !hf_token_parse(hc->token, strlen(hc->token), &hc->fence)) {
+        hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "hold script returned a bad fence");
+        finish(hc);
+        return;
+    }
+    hf_request_note_token(req, hc->token, strlen(hc->token));
+    if (req->answered) {
+        /* The deadline passed while Redis was granting: nobody will ever
+         * know this token, so give the resources back now. */
+        hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
+        withdraw_grant(hc);
+        return;
+    }
+    uint32_t replicas = hc->t->ns->min_replicas_ack;
+    if (replicas == 0) {
+        answer_granted(hc);
+        finish(hc);
+        return;
+    }
+    /* WAIT covers the writes of this connection, which made the grant. */
+    char n[16], ms[16];
+    snprintf(n, sizeof n, "%u", replicas);
+    snprintf(ms, sizeof ms, "%u",
+             hf_request_backend_timeout(req, hc->t->ns->replicas_ack_timeout_ms));
+    const char *argv[] = {"WAIT", n, ms};
+    uint32_t budget = hf_request_remaining_ms(req) + hc->t->ns->replicas_ack_timeout_ms;
+    if (hf_redis_conn_command(hc->conn, 3, argv, NULL, budget, on_wait_reply, hc) != 0) {
+        hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
+        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
+                        "redis connection lost before replicas acknowledged; withdrawn");
+        withdraw_grant(hc);
+    }
+}
+
+void hf_op_hold(struct hf_request *req) {
+    Holdfast__V1__HoldRequest *m = req->msg->hold;
+    struct hf_target *t;
+    uint32_t ttl;
+    if (!hf_target_parse(req, m->namespace_, m->partition, m->ids, m->n_ids, &t)) return;
+    if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
+    struct hold_call *hc = calloc(1, sizeof *hc);
+    if (!hc) {
+        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+        return;
+    }
+    hc->req = req;
+    hc->t = t;
+    hc->ttl = ttl;
+    if (hf_token_random(hc->random) != 0) {
+        free(hc);
+        hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "getrandom failed");
+        return;
+    }
+    hc->conn = hf_redis_pool_pick(hf_scripts_pool(req->d->scripts));
+    if (!hc->conn) {
+        free(hc);
+        hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "hold");
+        return;
+    }
+    char ttl_s[16];
+    snprintf(ttl_s, sizeof ttl_s, "%u", ttl);
+    const char *args[] = {hc->random, ttl_s};
+    size_t lens[] = {HF_TOKEN_RANDOM_CHARS, strlen(ttl_s)};
+    hf_request_ref(req);
+    if (hf_scripts_call(req->d->scripts, hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
+                        t->keys->lens, 2, args, lens,
+                        hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                        on_hold_reply, hc) != 0) {
+        free(hc);
+        hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "hold");
+        hf_request_unref(req);
+    }
+}

@@ -1,0 +1,338 @@
+/* redis_pool.c - hiredis async connections, their reconnects and deadlines. */
+#include "redis_pool.h"
+
+#include <errno.h>
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "metrics.h"
+
+#define BACKOFF_MIN_MS 50
+#define BACKOFF_MAX_MS 2000
+
+enum conn_state { C_IDLE, C_CONNECTING, C_SETUP, C_READY, C_CLOSED };
+
+struct hf_redis_conn {
+    struct hf_redis_pool *pool;
+    unsigned index;
+    redisAsyncContext *ac;
+    enum conn_state state;
+    uv_timer_t timer; /* connect timeout, then reconnect backoff */
+    unsigned failures;
+    unsigned pending;
+    uint64_t last_reply_ms;
+    bool ever_ready;
+};
+
+struct hf_redis_pool {
+    uv_loop_t *loop;
+    char *address;
+    char *username;
+    char *password;
+    uint32_t db;
+    uint32_t connect_timeout_ms;
+    hf_redis_setup_fn *setup;
+    hf_redis_state_fn *on_state;
+    void *ud;
+    bool closing;
+    bool first_setup_done;
+    unsigned ready;
+    unsigned open_timers;
+    unsigned n;
+    struct hf_redis_conn conns[];
+};
+
+/* One command in flight: lives until hiredis has called back (it always does,
+ * also on disconnect) and its timer handle is closed. */
+struct call {
+    uv_timer_t timer;
+    struct hf_redis_conn *conn;
+    hf_redis_cb *cb;
+    void *privdata;
+    uint64_t sent_ms;
+    bool done;
+};
+
+static void on_backoff(uv_timer_t *t);
+
+static void set_state(struct hf_redis_conn *conn, enum conn_state state) {
+    struct hf_redis_pool *pool = conn->pool;
+    bool was_ready = conn->state == C_READY, is_ready = state == C_READY;
+    conn->state = state;
+    if (was_ready == is_ready) return;
+    pool->ready += is_ready ? 1 : (unsigned)-1;
+    hf_metrics_gauge_set(HF_G_REDIS_CONNECTED, pool->ready);
+    if (pool->on_state && !pool->closing) pool->on_state(pool->ud, pool->ready);
+}
+
+static void schedule_reconnect(struct hf_redis_conn *conn) {
+    if (conn->pool->closing) {
+        set_state(conn, C_CLOSED);
+        return;
+    }
+    set_state(conn, C_IDLE);
+    unsigned shift = conn->failures < 6 ? conn->failures : 6;
+    uint64_t delay = (uint64_t)BACKOFF_MIN_MS << shift;
+    if (delay > BACKOFF_MAX_MS) delay = BACKOFF_MAX_MS;
+    conn->failures++;
+    uv_timer_start(&conn->timer, on_backoff, delay, 0);
+}
+
+static void on_call_closed(uv_handle_t *h) { free(h->data); }
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)ac;
+    struct call *call = privdata;
+    struct hf_redis_conn *conn = call->conn;
+    conn->pending--;
+    if (r) conn->last_reply_ms = uv_now(conn->pool->loop);
+    if (!call->done) {
+        call->done = true;
+        uv_timer_stop(&call->timer);
+        if (!r) hf_metrics_inc(HF_C_REDIS_ERRORS);
+        call->cb(call->privdata, r ? HF_REDIS_OK : HF_REDIS_DISCONNECTED, r);
+    }
+    uv_close((uv_handle_t *)&call->timer, on_call_closed);
+}
+
+static void on_call_timeout(uv_timer_t *t) {
+    struct call *call = t->data;
+    struct hf_redis_conn *conn = call->conn;
+    call->done = true;
+    hf_metrics_inc(HF_C_REDIS_TIMEOUTS);
+    call->cb(call->privdata, HF_REDIS_TIMEOUT, NULL);
+    /* A late reply is dropped. A connection that has said nothing since this
+     * call was sent is presumed dead (a paused or partitioned server): reset
+     * it so that the next calls do not queue behind it. */
+    if (conn->last_reply_ms <= call->sent_ms && conn->ac &&
+        (conn->state == C_READY || conn->state == C_SETUP))
+        hf_redis_conn_reset(conn, "silent past a call's deadline");
+}
+
+int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
+                          const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
+                          void *privdata) {
+    if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP)) return -ENOTCONN;
+    struct call *call = calloc(1, sizeof *call);
+    if (!call) return -ENOMEM;
+    call->conn = conn;
+    call->cb = cb;
+    call->privdata = privdata;
+    call->sent_ms = uv_now(conn->pool->loop);
+    if (redisAsyncCommandArgv(conn->ac, on_reply, call, argc, argv, argvlen) != REDIS_OK) {
+        free(call);
+        return -EIO;
+    }
+    conn->pending++;
+    uv_timer_init(conn->pool->loop, &call->timer);
+    call->timer.data = call;
+    uv_timer_start(&call->timer, on_call_timeout, timeout_ms ? timeout_ms : 1, 0);
+    return 0;
+}
+
+struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool) {
+    struct hf_redis_conn *best = NULL;
+    for (unsigned i = 0; i < pool->n; i++) {
+        struct hf_redis_conn *c = &pool->conns[i];
+        if (c->state == C_READY && (!best || c->pending < best->pending)) best = c;
+    }
+    return best;
+}
+
+int hf_redis_pool_command(struct hf_redis_pool *pool, int argc, const char **argv,
+                          const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
+                          void *privdata) {
+    struct hf_redis_conn *conn = hf_redis_pool_pick(pool);
+    if (!conn) return -ENOTCONN;
+    return hf_redis_conn_command(conn, argc, argv, argvlen, timeout_ms, cb, privdata);
+}
+
+unsigned hf_redis_pool_ready_count(const struct hf_redis_pool *pool) { return pool->ready; }
+
+void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok) {
+    if (conn->state != C_SETUP) return;
+    if (!ok) {
+        hf_redis_conn_reset(conn, "set-up failed");
+        return;
+    }
+    if (conn->ever_ready) hf_metrics_inc(HF_C_REDIS_RECONNECTS);
+    conn->ever_ready = true;
+    conn->failures = 0;
+    log_info("redis: connection %u ready (%s)", conn->index, conn->pool->address);
+    set_state(conn, C_READY);
+}
+
+void hf_redis_conn_reset(struct hf_redis_conn *conn, const char *why) {
+    redisAsyncContext *ac = conn->ac;
+    /* IDLE with a context: a free is already under way (deferred by hiredis
+     * until its current callback returns). */
+    if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED) return;
+    log_warn("redis: resetting connection %u: %s", conn->index, why);
+    bool connected = conn->state == C_SETUP || conn->state == C_READY;
+    set_state(conn, C_IDLE);
+    if (connected) {
+        /* on_disconnect runs from inside redisAsyncFree (now, or after the
+         * current callback) and schedules the reconnect. */
+        redisAsyncFree(ac);
+    } else {
+        conn->ac = NULL;
+        redisAsyncFree(ac);
+        schedule_reconnect(conn);
+    }
+}
+
+static void auth_reply(void *privdata, enum hf_redis_status status, redisReply *reply) {
+    struct hf_redis_conn *conn = privdata;
+    if (status != HF_REDIS_OK || reply->type == REDIS_REPLY_ERROR) {
+        log_error("redis: AUTH/SELECT refused on connection %u: %s", conn->index,
+                  status == HF_REDIS_OK ? reply->str : "no reply");
+        hf_redis_conn_reset(conn, "authentication failed");
+    }
+}
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+    struct hf_redis_conn *conn = ac->data;
+    struct hf_redis_pool *pool = conn->pool;
+    uv_timer_stop(&conn->timer);
+    if (status != REDIS_OK) {
+        /* hiredis frees the context after this callback. */
+        if (conn->failures == 0 || hf_log_enabled(HF_LOG_DEBUG))
+            log_warn("redis: connection %u to %s failed: %s", conn->index, pool->address,
+                     ac->errstr);
+        conn->ac = NULL;
+        schedule_reconnect(conn);
+        return;
+    }
+    set_state(conn, C_SETUP);
+    if (pool->password) {
+        const char *argv[3] = {"AUTH", pool->username ? pool->username : pool->password,
+                               pool->password};
+        hf_redis_conn_command(conn, pool->username ? 3 : 2, argv, NULL,
+                              pool->connect_timeout_ms, auth_reply, conn);
+    }
+    if (pool->db) {
+        char db[16];
+        snprintf(db, sizeof db, "%u", pool->db);
+        const char *argv[2] = {"SELECT", db};
+        hf_redis_conn_command(conn, 2, argv, NULL, pool->connect_timeout_ms, auth_reply, conn);
+    }
+    bool first = !pool->first_setup_done;
+    pool->first_setup_done = true;
+    pool->setup(pool->ud, conn, first);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+    struct hf_redis_conn *conn = ac->data;
+    conn->ac = NULL;
+    if (!conn->pool->closing && status != REDIS_OK)
+        log_warn("redis: connection %u lost: %s", conn->index, ac->errstr);
+    schedule_reconnect(conn);
+}
+
+static void on_connect_timeout(uv_timer_t *t) {
+    struct hf_redis_conn *conn = t->data;
+    if (conn->state != C_CONNECTING) return;
+    if (conn->failures == 0) log_warn("redis: connection %u: connect timed out", conn->index);
+    hf_redis_conn_reset(conn, "connect timeout");
+}
+
+static void conn_start(struct hf_redis_conn *conn) {
+    struct hf_redis_pool *pool = conn->pool;
+    if (pool->closing) return;
+    redisAsyncContext *ac;
+    if (strncmp(pool->address, "unix:", 5) == 0) {
+        ac = redisAsyncConnectUnix(pool->address + 5);
+    } else {
+        char host[256];
+        const char *colon = strrchr(pool->address, ':');
+        size_t hl = (size_t)(colon - pool->address);
+        if (hl >= sizeof host) hl = sizeof host - 1;
+        memcpy(host, pool->address, hl);
+        host[hl] = '\0';
+        ac = redisAsyncConnect(host, atoi(colon + 1));
+    }
+    if (!ac || ac->err) {
+        if (conn->failures == 0)
+            log_warn("redis: connection %u to %s failed: %s", conn->index, pool->address,
+                     ac ? ac->errstr : "out of memory");
+        if (ac) redisAsyncFree(ac);
+        schedule_reconnect(conn);
+        return;
+    }
+    ac->data = conn;
+    if (redisLibuvAttach(ac, pool->loop) != REDIS_OK) {
+        redisAsyncFree(ac);
+        schedule_reconnect(conn);
+        return;
+    }
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    conn->ac = ac;
+    set_state(conn, C_CONNECTING);
+    uv_timer_start(&conn->timer, on_connect_timeout, pool->connect_timeout_ms, 0);
+}
+
+static void on_backoff(uv_timer_t *t) { conn_start(t->data); }
+
+struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
+                                           const struct hf_redis_pool_options *opts,
+                                           hf_redis_setup_fn *setup, hf_redis_state_fn *on_state,
+                                           void *ud) {
+    unsigned n = opts->pool_size ? opts->pool_size : 1;
+    struct hf_redis_pool *pool = calloc(1, sizeof *pool + n * sizeof(struct hf_redis_conn));
+    if (!pool) return NULL;
+    pool->loop = loop;
+    pool->address = strdup(opts->address);
+    pool->username = opts->username ? strdup(opts->username) : NULL;
+    pool->password = opts->password ? strdup(opts->password) : NULL;
+    pool->db = opts->db;
+    pool->connect_timeout_ms = opts->connect_timeout_ms;
+    pool->setup = setup;
+    pool->on_state = on_state;
+    pool->ud = ud;
+    pool->n = n;
+    hf_metrics_gauge_set(HF_G_REDIS_POOL_SIZE, n);
+    for (unsigned i = 0; i < n; i++) {
+        struct hf_redis_conn *conn = &pool->conns[i];
+        conn->pool = pool;
+        conn->index = i;
+        uv_timer_init(loop, &conn->timer);
+        conn->timer.data = conn;
+        pool->open_timers++;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        /* Connect from the loop so that callbacks never run inside create(). */
+        uv_timer_start(&pool->conns[i].timer, on_backoff, 0, 0);
+    }
+    return pool;
+}
+
+static void on_pool_timer_closed(uv_handle_t *h) {
+    struct hf_redis_conn *conn = h->data;
+    struct hf_redis_pool *pool = conn->pool;
+    if (--pool->open_timers > 0) return;
+    free(pool->address);
+    free(pool->username);
+    free(pool->password);
+    free(pool);
+}
+
+void hf_redis_pool_close(struct hf_redis_pool *pool) {
+    if (!pool || pool->closing) return;
+    pool->closing = true;
+    for (unsigned i = 0; i < pool->n; i++) {
+        struct hf_redis_conn *conn = &pool->conns[i];
+        uv_timer_stop(&conn->timer);
+        if (conn->ac) {
+            redisAsyncContext *ac = conn->ac;
+            conn->ac = NULL;
+            /* Pending callbacks run with DISCONNECTED from inside this call. */
+            redisAsyncFree(ac);
+        }
+        conn->state = C_CLOSED;
+        uv_close((uv_handle_t *)&conn->timer, on_pool_timer_closed);
+    }
+}

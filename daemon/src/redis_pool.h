@@ -1,0 +1,74 @@
+/* redis_pool.h - a few hiredis async connections on the libuv loop, with
+ * reconnect and backoff and a deadline on every call (hiredis 0.14 has no
+ * timeouts of its own). Commands pipeline on whichever ready connection has
+ * the fewest replies outstanding. */
+#ifndef HF_REDIS_POOL_H
+#define HF_REDIS_POOL_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+enum hf_redis_status {
+    HF_REDIS_OK,           /* reply is set (it may be an error reply) */
+    HF_REDIS_TIMEOUT,      /* no reply within the call's deadline */
+    HF_REDIS_DISCONNECTED, /* the connection was lost before a reply came */
+    HF_REDIS_NOT_SENT,     /* never sent: no ready connection (not a callback status) */
+};
+
+/* Called exactly once per accepted command. `reply` is borrowed for the
+ * duration of the call and is NULL unless status is HF_REDIS_OK. */
+typedef void hf_redis_cb(void *privdata, enum hf_redis_status status, redisReply *reply);
+
+struct hf_redis_pool;
+struct hf_redis_conn;
+
+struct hf_redis_pool_options {
+    const char *address;  /* "unix:/path" or "host:port" */
+    const char *username; /* may be NULL */
+    const char *password; /* may be NULL */
+    uint32_t db;
+    uint32_t pool_size;
+    uint32_t connect_timeout_ms;
+};
+
+/* A connection came up (authenticated, db selected). The owner sends its
+ * set-up commands with hf_redis_conn_command(), then calls
+ * hf_redis_conn_set_ready(); until then the pool hands the connection out to
+ * nobody else. */
+typedef void hf_redis_setup_fn(void *ud, struct hf_redis_conn *conn, bool first_ever);
+/* The number of ready connections changed. */
+typedef void hf_redis_state_fn(void *ud, unsigned ready);
+
+struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
+                                           const struct hf_redis_pool_options *opts,
+                                           hf_redis_setup_fn *setup, hf_redis_state_fn *on_state,
+                                           void *ud);
+
+/* The ready connection with the fewest replies outstanding, or NULL. */
+struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool);
+
+/* Send on a given connection. 0, or a negative errno-style code when the
+ * command could not be queued (then cb is never called). */
+int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
+                          const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
+                          void *privdata);
+/* Pick a connection and send; -ENOTCONN when none is ready. */
+int hf_redis_pool_command(struct hf_redis_pool *pool, int argc, const char **argv,
+                          const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
+                          void *privdata);
+
+/* End of set-up: ok=true makes the connection available; false resets it. */
+void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok);
+/* Drop the connection (its pending calls end DISCONNECTED) and reconnect. */
+void hf_redis_conn_reset(struct hf_redis_conn *conn, const char *why);
+
+unsigned hf_redis_pool_ready_count(const struct hf_redis_pool *pool);
+
+/* Close every connection (pending calls end DISCONNECTED) and free the pool
+ * once its handles are closed; the loop must run for that. NULL is a no-op. */
+void hf_redis_pool_close(struct hf_redis_pool *pool);
+
+#endif

@@ -1,0 +1,456 @@
+/* scripts.c - loads the Functions library on every connection and picks the
+ * call path; re-sends a call as EVAL when the server lost the code. */
+#include "scripts.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "metrics.h"
+
+extern const char holdfast_library_lua[];
+extern const unsigned long holdfast_library_lua_len;
+
+static const struct {
+    const char *local;    /* name of the local Lua function in the library */
+    const char *function; /* name registered with Redis */
+} fn_names[HF_FN__COUNT] = {
+    [HF_FN_HOLD] = {"hold", "hf" HF_LIBRARY_VERSION "_hold"},
+    [HF_FN_EXTEND] = {"extend", "hf" HF_LIBRARY_VERSION "_extend"},
+    [HF_FN_RELEASE] = {"release", "hf" HF_LIBRARY_VERSION "_release"},
+    [HF_FN_STATUS] = {"status", "hf" HF_LIBRARY_VERSION "_status"},
+    [HF_FN_CONFIRM_CHECK] = {"confirm_check", "hf" HF_LIBRARY_VERSION "_confirm_check"},
+    [HF_FN_MARK_CONFIRMED] = {"mark_confirmed", "hf" HF_LIBRARY_VERSION "_mark_confirmed"},
+    [HF_FN_CANCEL_CLEAR] = {"cancel_clear", "hf" HF_LIBRARY_VERSION "_cancel_clear"},
+};
+
+struct hf_scripts {
+    uv_loop_t *loop;
+    struct hf_redis_pool *pool;
+    enum hf_script_pref script_pref;
+    enum hf_release_pref release_pref;
+    uint32_t setup_timeout_ms;
+    enum hf_call_path path;
+    enum hf_delex_state delex;
+    bool reloading;           /* a FUNCTION LOAD after "not found" is under way */
+    char *eval_body[HF_FN__COUNT];
+    size_t eval_len[HF_FN__COUNT];
+    char sha[HF_FN__COUNT][41];
+    hf_scripts_ready_fn *on_ready;
+    void *ud;
+};
+
+const char *hf_scripts_library_text(size_t *len) {
+    if (len) *len = holdfast_library_lua_len;
+    return holdfast_library_lua;
+}
+
+const char *hf_scripts_local_name(enum hf_script_fn fn) { return fn_names[fn].local; }
+const char *hf_scripts_function_name(enum hf_script_fn fn) { return fn_names[fn].function; }
+
+/* EVAL form of one function: the library's body without its #!lua line and
+ * its registrations, plus a call of the local function. */
+static int build_eval_bodies(struct hf_scripts *s) {
+    const char *lib = holdfast_library_lua;
+    const char *start = strchr(lib, '\n');
+    const char *end = strstr(lib, "\nredis.register_function");
+    if (!start || !end || end < start) return -1;
+    size_t body = (size_t)(end - start) + 1;
+    for (int i = 0; i < HF_FN__COUNT; i++) {
+        size_t cap = body + 64 + strlen(fn_names[i].local);
+        s->eval_body[i] = malloc(cap);
+        if (!s->eval_body[i]) return -1;
+        memcpy(s->eval_body[i], start, body);
+        int n = snprintf(s->eval_body[i] + body, cap - body, "return %s(KEYS, ARGV)\n",
+                         fn_names[i].local);
+        s->eval_len[i] = body + (size_t)n;
+    }
+    return 0;
+}
+
+static const char *path_name(enum hf_call_path p) {
+    switch (p) {
+    case HF_PATH_FCALL: return "fcall";
+    case HF_PATH_EVALSHA: return "evalsha";
+    case HF_PATH_EVAL: return "eval";
+    default: return "none";
+    }
+}
+
+const char *hf_scripts_path_name(const struct hf_scripts *s) { return path_name(s->path); }
+
+bool hf_scripts_release_uses_delex(const struct hf_scripts *s) {
+    return s->release_pref != HF_RELEASE_SCRIPT && s->delex == HF_DELEX_PRESENT;
+}
+
+const char *hf_scripts_release_path_name(const struct hf_scripts *s) {
+    return hf_scripts_release_uses_delex(s) ? "delex" : "script";
+}
+
+bool hf_scripts_ready(const struct hf_scripts *s) {
+    return s->pool && hf_redis_pool_ready_count(s->pool) > 0;
+}
+
+struct hf_redis_pool *hf_scripts_pool(struct hf_scripts *s) { return s->pool; }
+
+/* ---- per-connection set-up: load, decide the path, detect DELEX ---- */
+
+struct setup {
+    struct hf_scripts *s;
+    struct hf_redis_conn *conn;
+    bool first;
+    int outstanding;
+    bool failed;
+    enum hf_call_path path;
+    char sha[HF_FN__COUNT][41];
+};
+
+
+static const char *error_text(enum hf_redis_status status, const redisReply *r) {
+    if (status == HF_REDIS_TIMEOUT) return "timed out";
+    if (status == HF_REDIS_DISCONNECTED) return "connection lost";
+    return r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply";
+}
+
+static void setup_finish(struct setup *st, bool ok) {
+    struct hf_scripts *s = st->s;
+    if (ok) {
+        if (st->path != s->path) {
+            log_info("redis: scripts use %s (library %s), release uses %s", path_name(st->path),
+                     HF_LIBRARY_NAME, s->release_pref == HF_RELEASE_SCRIPT ? "script"
+                     : s->delex == HF_DELEX_PRESENT ? "delex" : "script");
+        }
+        s->path = st->path;
+        if (st->path == HF_PATH_EVALSHA) memcpy(s->sha, st->sha, sizeof s->sha);
+        hf_metrics_set_paths(path_name(s->path), hf_scripts_release_path_name(s));
+        hf_metrics_inc(HF_C_LIBRARY_LOADS);
+    }
+    hf_redis_conn_set_ready(st->conn, ok);
+    free(st);
+}
+
+static void on_delex_probe(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct setup *st = privdata;
+    struct hf_scripts *s = st->s;
+    if (status != HF_REDIS_OK) {
+        setup_finish(st, false);
+        return;
+    }
+    if (r->type == REDIS_REPLY_INTEGER) {
+        s->delex = HF_DELEX_PRESENT;
+    } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown command")) {
+        s->delex = HF_DELEX_ABSENT;
+    } else {
+        s->delex = HF_DELEX_DENIED;
+        log_warn("redis: DELEX not usable (%s); release uses the script",
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    }
+    setup_finish(st, true);
+}
+
+static void on_delex_info(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct setup *st = privdata;
+    struct hf_scripts *s = st->s;
+    if (status != HF_REDIS_OK) {
+        setup_finish(st, false);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
+        s->delex = r->element[0]->type == REDIS_REPLY_ARRAY ? HF_DELEX_PRESENT : HF_DELEX_ABSENT;
+        setup_finish(st, true);
+        return;
+    }
+    /* COMMAND INFO itself refused (ACL): that says nothing about the server's
+     * version, so ask DELEX directly, on a key of our own that never exists. */
+    log_info("redis: COMMAND INFO DELEX refused (%s); probing DELEX directly",
+             r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    const char *argv[] = {"DELEX", "hf:{holdfast:probe}:delex", "IFEQ", "probe"};
+    if (hf_redis_conn_command(st->conn, 4, argv, NULL, s->setup_timeout_ms, on_delex_probe,
+                              st) != 0)
+        setup_finish(st, false);
+}
+
+static void setup_delex_info(struct setup *st) {
+    struct hf_scripts *s = st->s;
+    if (s->release_pref == HF_RELEASE_SCRIPT) {
+        setup_finish(st, true);
+        return;
+    }
+    const char *argv[] = {"COMMAND", "INFO", "DELEX"};
+    if (hf_redis_conn_command(st->conn, 3, argv, NULL, s->setup_timeout_ms, on_delex_info,
+                              st) != 0)
+        setup_finish(st, false);
+}
+
+static void on_script_load(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct setup *st = privdata;
+    if (status != HF_REDIS_OK) {
+        st->failed = true; /* connection trouble: not a verdict on the server */
+    } else if (r->type == REDIS_REPLY_STRING && r->len == 40) {
+        /* replies arrive in the order sent: index = count so far */
+        int index = HF_FN__COUNT - st->outstanding;
+        memcpy(st->sha[index], r->str, 40);
+        st->sha[index][40] = '\0';
+    } else if (st->path == HF_PATH_EVALSHA) {
+        log_warn("redis: SCRIPT LOAD refused (%s); falling back to EVAL",
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        st->path = HF_PATH_EVAL;
+    }
+    if (--st->outstanding > 0) return;
+    if (st->failed) {
+        setup_finish(st, false);
+    } else if (st->path == HF_PATH_EVAL && st->s->script_pref == HF_SCRIPT_EVALSHA) {
+        log_error("redis: script_path is \"evalsha\" but SCRIPT LOAD is refused");
+        setup_finish(st, false);
+    } else {
+        setup_delex_info(st);
+    }
+}
+
+static void setup_script_load(struct setup *st) {
+    struct hf_scripts *s = st->s;
+    if (s->script_pref == HF_SCRIPT_EVAL) {
+        st->path = HF_PATH_EVAL;
+        setup_delex_info(st);
+        return;
+    }
+    st->path = HF_PATH_EVALSHA;
+    st->outstanding = HF_FN__COUNT;
+    for (int i = 0; i < HF_FN__COUNT; i++) {
+        const char *argv[] = {"SCRIPT", "LOAD", s->eval_body[i]};
+        size_t lens[] = {6, 4, s->eval_len[i]};
+        if (hf_redis_conn_command(st->conn, 3, argv, lens, s->setup_timeout_ms, on_script_load,
+                                  st) != 0) {
+            /* Replies already queued still call back; count this one as failed. */
+            st->failed = true;
+            if (--st->outstanding == 0) setup_finish(st, false);
+            return;
+        }
+    }
+}
+
+static void on_function_load(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct setup *st = privdata;
+    if (status != HF_REDIS_OK) {
+        setup_finish(st, false);
+        return;
+    }
+    if (r->type != REDIS_REPLY_ERROR) {
+        st->path = HF_PATH_FCALL;
+        setup_delex_info(st);
+        return;
+    }
+    if (st->s->script_pref == HF_SCRIPT_FCALL) {
+        log_error("redis: script_path is \"fcall\" but FUNCTION LOAD failed: %s", r->str);
+        setup_finish(st, false);
+        return;
+    }
+    if (st->first || st->s->path == HF_PATH_FCALL)
+        log_warn("redis: FUNCTION LOAD refused (%s); falling back to EVALSHA", r->str);
+    setup_script_load(st);
+}
+
+static void send_function_load(struct hf_scripts *s, struct hf_redis_conn *conn,
+                               hf_redis_cb *cb, void *privdata, int *rc) {
+    const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", holdfast_library_lua};
+    size_t lens[] = {8, 4, 7, holdfast_library_lua_len};
+    *rc = hf_redis_conn_command(conn, 4, argv, lens, s->setup_timeout_ms, cb, privdata);
+}
+
+static void on_connection_setup(void *ud, struct hf_redis_conn *conn, bool first_ever) {
+    struct hf_scripts *s = ud;
+    struct setup *st = calloc(1, sizeof *st);
+    if (!st) {
+        hf_redis_conn_set_ready(conn, false);
+        return;
+    }
+    st->s = s;
+    st->conn = conn;
+    st->first = first_ever;
+    if (s->script_pref == HF_SCRIPT_AUTO || s->script_pref == HF_SCRIPT_FCALL) {
+        int rc;
+        send_function_load(s, conn, on_function_load, st, &rc);
+        if (rc != 0) setup_finish(st, false);
+    } else {
+        setup_script_load(st);
+    }
+}
+
+static void on_pool_state(void *ud, unsigned ready) {
+    struct hf_scripts *s = ud;
+    if (s->on_ready) s->on_ready(s->ud, ready > 0);
+}
+
+struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cfg,
+                                     hf_scripts_ready_fn *on_ready, void *ud) {
+    struct hf_scripts *s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    s->loop = loop;
+    s->script_pref = cfg->script_path;
+    s->release_pref = cfg->release_path;
+    s->setup_timeout_ms = cfg->redis_connect_timeout_ms > cfg->redis_command_timeout_ms
+                              ? cfg->redis_connect_timeout_ms
+                              : cfg->redis_command_timeout_ms;
+    s->on_ready = on_ready;
+    s->ud = ud;
+    if (build_eval_bodies(s) != 0) {
+        hf_scripts_close(s);
+        return NULL;
+    }
+    struct hf_redis_pool_options opts = {
+        .address = cfg->redis_address,
+        .username = cfg->redis_username,
+        .password = cfg->redis_password,
+        .db = cfg->redis_db,
+        .pool_size = cfg->redis_pool_size,
+        .connect_timeout_ms = cfg->redis_connect_timeout_ms,
+    };
+    s->pool = hf_redis_pool_create(loop, &opts, on_connection_setup, on_pool_state, s);
+    if (!s->pool) {
+        hf_scripts_close(s);
+        return NULL;
+    }
+    return s;
+}
+
+void hf_scripts_close(struct hf_scripts *s) {
+    if (!s) return;
+    hf_redis_pool_close(s->pool);
+    for (int i = 0; i < HF_FN__COUNT; i++) free(s->eval_body[i]);
+    free(s);
+}
+
+/* ---- calls ---- */
+
+struct scall {
+    struct hf_scripts *s;
+    enum hf_script_fn fn;
+    hf_redis_cb *cb;
+    void *privdata;
+    uint64_t deadline_ms;
+    struct hf_redis_conn *conn; /* NULL: any ready connection */
+    bool resent;
+    int argc;
+    const char **argv;
+    size_t *argvlen;
+};
+
+static void on_reload_done(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct hf_scripts *s = privdata;
+    s->reloading = false;
+    if (status == HF_REDIS_OK && r->type != REDIS_REPLY_ERROR) {
+        hf_metrics_inc(HF_C_LIBRARY_LOADS);
+        log_info("redis: library %s reloaded after it went missing", HF_LIBRARY_NAME);
+    } else {
+        log_warn("redis: reloading library %s failed: %s", HF_LIBRARY_NAME,
+                 error_text(status, r));
+    }
+}
+
+static bool code_missing(const redisReply *r) {
+    return r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "NOSCRIPT", 8) == 0 || strstr(r->str, "Function not found"));
+}
+
+static void on_call_reply(void *privdata, enum hf_redis_status status, redisReply *r);
+
+static int send_call(struct scall *c, struct hf_redis_conn *conn, uint32_t timeout_ms) {
+    if (conn) return hf_redis_conn_command(conn, c->argc, c->argv, c->argvlen, timeout_ms,
+                                           on_call_reply, c);
+    return hf_redis_pool_command(c->s->pool, c->argc, c->argv, c->argvlen, timeout_ms,
+                                 on_call_reply, c);
+}
+
+static void on_call_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct scall *c = privdata;
+    struct hf_scripts *s = c->s;
+    if (status == HF_REDIS_OK && code_missing(r) && !c->resent) {
+        /* FUNCTION FLUSH, SCRIPT FLUSH, or a new master without our code:
+         * answer this call through EVAL now and reload for the next ones. */
+        hf_metrics_inc(HF_C_REDIS_NOSCRIPT_RECOVERIES);
+        if (s->path == HF_PATH_FCALL && !s->reloading) {
+            struct hf_redis_conn *conn = hf_redis_pool_pick(s->pool);
+            int rc = -1;
+            if (conn) send_function_load(s, conn, on_reload_done, s, &rc);
+            s->reloading = rc == 0;
+        }
+        uint64_t now = uv_now(s->loop);
+        if (now < c->deadline_ms) {
+            c->resent = true;
+            c->argv[0] = "EVAL";
+            c->argvlen[0] = 4;
+            c->argv[1] = s->eval_body[c->fn];
+            c->argvlen[1] = s->eval_len[c->fn];
+            /* Same connection when one was asked for: a WAIT that follows must
+             * see this write on its own connection. */
+            if (send_call(c, c->conn, (uint32_t)(c->deadline_ms - now)) == 0) return;
+        }
+        c->cb(c->privdata, HF_REDIS_DISCONNECTED, NULL);
+        free(c);
+        return;
+    }
+    if (status == HF_REDIS_OK && r->type == REDIS_REPLY_ERROR) {
+        hf_metrics_inc(HF_C_REDIS_ERRORS);
+        log_warn("redis: %s failed: %s", fn_names[c->fn].function, r->str);
+    }
+    c->cb(c->privdata, status, r);
+    free(c);
+}
+
+int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn *conn, enum hf_script_fn fn,
+                    size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
+                    const char *const *args, const size_t *arglens, uint32_t timeout_ms,
+                    hf_redis_cb *cb, void *privdata) {
+    if (s->path == HF_PATH_NONE) return -ENOTCONN;
+    int argc = 3 + (int)nkeys + (int)nargs;
+    size_t bytes = 0;
+    for (size_t i = 0; i < nkeys; i++) bytes += keylens[i];
+    for (size_t i = 0; i < nargs; i++) bytes += arglens[i];
+    struct scall *c = malloc(sizeof *c + (size_t)argc * (sizeof(char *) + sizeof(size_t)) +
+                             bytes + 24);
+    if (!c) return -ENOMEM;
+    *c = (struct scall){.s = s, .fn = fn, .cb = cb, .privdata = privdata, .argc = argc,
+                        .conn = conn};
+    c->argv = (const char **)(c + 1);
+    c->argvlen = (size_t *)(c->argv + argc);
+    char *p = (char *)(c->argvlen + argc);
+    switch (s->path) {
+    case HF_PATH_FCALL:
+        c->argv[0] = "FCALL";
+        c->argv[1] = fn_names[fn].function;
+        break;
+    case HF_PATH_EVALSHA:
+        c->argv[0] = "EVALSHA";
+        c->argv[1] = s->sha[fn];
+        break;
+    default:
+        c->argv[0] = "EVAL";
+        c->argv[1] = s->eval_body[fn];
+        break;
+    }
+    c->argvlen[0] = strlen(c->argv[0]);
+    c->argvlen[1] = s->path == HF_PATH_EVAL ? s->eval_len[fn] : strlen(c->argv[1]);
+    int n = snprintf(p, 24, "%zu", nkeys);
+    c->argv[2] = p;
+    c->argvlen[2] = (size_t)n;
+    p += n + 1;
+    int at = 3;
+    for (size_t i = 0; i < nkeys; i++, at++) {
+        memcpy(p, keys[i], keylens[i]);
+        c->argv[at] = p;
+        c->argvlen[at] = keylens[i];
+        p += keylens[i];
+    }
+    for (size_t i = 0; i < nargs; i++, at++) {
+        memcpy(p, args[i], arglens[i]);
+        c->argv[at] = p;
+        c->argvlen[at] = arglens[i];
+        p += arglens[i];
+    }
+    c->deadline_ms = uv_now(s->loop) + timeout_ms;
+    int rc = send_call(c, conn, timeout_ms);
+    if (rc != 0) free(c);
+    return rc;
+}

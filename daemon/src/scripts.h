@@ -1,0 +1,72 @@
+/* scripts.h - the holdfast Redis Functions library and how it is called:
+ * FCALL, or EVALSHA of the same code re-sent as EVAL on NOSCRIPT; and
+ * whether Release may use the server's native DELEX ... IFEQ. */
+#ifndef HF_SCRIPTS_H
+#define HF_SCRIPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "config.h"
+#include "redis_pool.h"
+
+/* Must match the library name and the hf<N>_ prefix in scripts/holdfast.lua. */
+#define HF_LIBRARY_VERSION "1"
+#define HF_LIBRARY_NAME "holdfast_v" HF_LIBRARY_VERSION
+
+enum hf_script_fn {
+    HF_FN_HOLD,
+    HF_FN_EXTEND,
+    HF_FN_RELEASE,
+    HF_FN_STATUS,
+    HF_FN_CONFIRM_CHECK,
+    HF_FN_MARK_CONFIRMED,
+    HF_FN_CANCEL_CLEAR,
+    HF_FN__COUNT
+};
+
+/* Codes returned by the library's functions. */
+enum hf_script_code {
+    HF_SC_GRANTED = 1,
+    HF_SC_HELD_BY_ANOTHER = 2,
+    HF_SC_NOT_HELD = 3,
+    HF_SC_CONFIRMED = 4,
+};
+
+enum hf_call_path { HF_PATH_NONE, HF_PATH_FCALL, HF_PATH_EVALSHA, HF_PATH_EVAL };
+enum hf_delex_state { HF_DELEX_UNKNOWN, HF_DELEX_ABSENT, HF_DELEX_PRESENT, HF_DELEX_DENIED };
+
+struct hf_scripts;
+
+/* Called when Redis becomes usable (library loaded on at least one
+ * connection) or stops being usable. */
+typedef void hf_scripts_ready_fn(void *ud, bool ready);
+
+/* Creates the Redis pool too; loading happens on every (re)connect. */
+struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cfg,
+                                     hf_scripts_ready_fn *on_ready, void *ud);
+void hf_scripts_close(struct hf_scripts *s);
+
+/* Call a library function. keys/args are copied. conn may be NULL (pick
+ * one). 0, or negative when nothing was sent (cb is then never called). */
+int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn *conn, enum hf_script_fn fn,
+                    size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
+                    const char *const *args, const size_t *arglens, uint32_t timeout_ms,
+                    hf_redis_cb *cb, void *privdata);
+
+struct hf_redis_pool *hf_scripts_pool(struct hf_scripts *s);
+bool hf_scripts_ready(const struct hf_scripts *s);
+/* Release goes through DELEX ... IFEQ (configured and detected). */
+bool hf_scripts_release_uses_delex(const struct hf_scripts *s);
+const char *hf_scripts_path_name(const struct hf_scripts *s);
+const char *hf_scripts_release_path_name(const struct hf_scripts *s);
+
+/* The library as embedded at build time; exposed for tests. */
+const char *hf_scripts_library_text(size_t *len);
+/* The function's name inside the library ("hold") and in Redis ("hf1_hold"). */
+const char *hf_scripts_local_name(enum hf_script_fn fn);
+const char *hf_scripts_function_name(enum hf_script_fn fn);
+
+#endif

@@ -1,0 +1,180 @@
+/* server.c - listens on the Unix socket and admits clients: the socket file's
+ * mode and group are the first gate, SO_PEERCRED against the allow lists the
+ * second, limits.max_connections the third. */
+#include "server.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "metrics.h"
+
+struct hf_server {
+    uv_pipe_t listener;
+    struct hf_daemon *d;
+    struct hf_conn *conns;
+    bool listening;
+    bool listener_closed;
+    bool closing;
+    char *bound_path; /* unlinked on close: we created it */
+};
+
+struct hf_conn **hf_server_conns(struct hf_server *srv) { return &srv->conns; }
+
+/* Freed only when the listener and every connection have closed: close
+ * callbacks of connections still reach the server's list. */
+static void maybe_free(struct hf_server *srv) {
+    if (!srv->closing || !srv->listener_closed || srv->conns) return;
+    free(srv->bound_path);
+    free(srv);
+}
+
+void hf_server_conn_gone(struct hf_server *srv) { maybe_free(srv); }
+
+static bool id_allowed(const uint32_t *list, size_t n, uint32_t id) {
+    for (size_t i = 0; i < n; i++)
+        if (list[i] == id) return true;
+    return false;
+}
+
+/* Empty allow lists admit every peer that can open the socket file. */
+static bool peer_allowed(const struct hf_config *cfg, int fd, struct ucred *cred) {
+    socklen_t len = sizeof *cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len) != 0) return false;
+    if (cfg->n_allow_uids == 0 && cfg->n_allow_gids == 0) return true;
+    return id_allowed(cfg->allow_uids, cfg->n_allow_uids, cred->uid) ||
+           id_allowed(cfg->allow_gids, cfg->n_allow_gids, cred->gid);
+}
+
+static void on_connection(uv_stream_t *listener, int status) {
+    struct hf_server *srv = listener->data;
+    struct hf_daemon *d = srv->d;
+    if (status < 0) {
+        log_warn("accept: %s", uv_strerror(status));
+        return;
+    }
+    struct hf_conn *conn = hf_conn_create(d, srv);
+    if (!conn) {
+        log_error("accept: out of memory");
+        return;
+    }
+    if (uv_accept(listener, hf_conn_stream(conn)) != 0) {
+        hf_conn_close(conn);
+        return;
+    }
+    uv_os_fd_t fd;
+    uv_fileno((uv_handle_t *)hf_conn_stream(conn), &fd);
+    struct ucred cred = {0};
+    if (!peer_allowed(d->cfg, fd, &cred)) {
+        hf_metrics_inc(HF_C_CONNECTIONS_REJECTED);
+        log_warn("accept: peer pid=%d uid=%u gid=%u not in socket.allow_uids/allow_gids",
+                 (int)cred.pid, cred.uid, cred.gid);
+        hf_conn_fatal(conn, HOLDFAST__V1__CODE__CODE_PERMISSION_DENIED,
+                      "peer credentials not allowed");
+        return;
+    }
+    if (d->connections > d->cfg->max_connections) {
+        hf_metrics_inc(HF_C_CONNECTIONS_REJECTED);
+        log_warn("accept: limits.max_connections (%u) reached", d->cfg->max_connections);
+        hf_conn_fatal(conn, HOLDFAST__V1__CODE__CODE_RESOURCE_EXHAUSTED,
+                      "too many connections");
+        return;
+    }
+    hf_metrics_inc(HF_C_CONNECTIONS_ACCEPTED);
+    hf_conn_start(conn);
+}
+
+static int bind_path(struct hf_server *srv, const struct hf_config *cfg) {
+    const char *path = cfg->socket_path;
+    struct stat st;
+    /* A socket left by a previous run would make bind fail; anything that is
+     * not a socket is not ours to remove. */
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            log_error("socket.path %s exists and is not a socket", path);
+            return -EEXIST;
+        }
+        unlink(path);
+    }
+    int rc = uv_pipe_bind(&srv->listener, path);
+    if (rc != 0) {
+        log_error("bind %s: %s", path, uv_strerror(rc));
+        return rc;
+    }
+    srv->bound_path = strdup(path);
+    if (chmod(path, (mode_t)cfg->socket_mode) != 0) {
+        log_error("chmod %s: %s", path, strerror(errno));
+        return -errno;
+    }
+    if (cfg->socket_group) {
+        struct group *g = getgrnam(cfg->socket_group);
+        if (!g) {
+            log_error("socket.group %s: no such group", cfg->socket_group);
+            return -ENOENT;
+        }
+        if (chown(path, (uid_t)-1, g->gr_gid) != 0) {
+            log_error("chown %s to group %s: %s", path, cfg->socket_group, strerror(errno));
+            return -errno;
+        }
+    }
+    return 0;
+}
+
+struct hf_server *hf_server_create(struct hf_daemon *d) {
+    struct hf_server *srv = calloc(1, sizeof *srv);
+    if (!srv) return NULL;
+    srv->d = d;
+    uv_pipe_init(d->loop, &srv->listener, 0);
+    srv->listener.data = srv;
+    int rc;
+    int n = sd_listen_fds(1);
+    if (n == 1 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0) {
+        rc = uv_pipe_open(&srv->listener, SD_LISTEN_FDS_START);
+        if (rc == 0) log_info("listening on the socket passed by systemd (fd %d)", SD_LISTEN_FDS_START);
+    } else {
+        if (n > 1) log_warn("systemd passed %d sockets; expected one, binding socket.path", n);
+        rc = bind_path(srv, d->cfg);
+        if (rc == 0) log_info("listening on %s", d->cfg->socket_path);
+    }
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->listener, 511, on_connection);
+    srv->listening = true; /* the handle is open either way: close must close it */
+    if (rc != 0) {
+        log_error("listen: %s", uv_strerror(rc));
+        hf_server_close(srv);
+        return NULL;
+    }
+    return srv;
+}
+
+static void on_listener_closed(uv_handle_t *h) {
+    struct hf_server *srv = h->data;
+    srv->listener_closed = true;
+    maybe_free(srv);
+}
+
+void hf_server_stop_accepting(struct hf_server *srv) {
+    if (!srv || !srv->listening) return;
+    srv->listening = false;
+    if (srv->bound_path) unlink(srv->bound_path);
+    uv_close((uv_handle_t *)&srv->listener, on_listener_closed);
+}
+
+void hf_server_stop_reading(struct hf_server *srv) {
+    if (!srv) return;
+    for (struct hf_conn *c = srv->conns; c; c = hf_conn_next(c)) hf_conn_stop_reading(c);
+}
+
+void hf_server_close(struct hf_server *srv) {
+    if (!srv || srv->closing) return;
+    srv->closing = true;
+    for (struct hf_conn *c = srv->conns; c; c = hf_conn_next(c)) hf_conn_close(c);
+    hf_server_stop_accepting(srv);
+    maybe_free(srv);
+}

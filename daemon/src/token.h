@@ -1,0 +1,28 @@
+/* token.h - hold tokens ("<fence>.<random>") and their log fingerprints. */
+#ifndef HF_TOKEN_H
+#define HF_TOKEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HF_TOKEN_RANDOM_BYTES 16
+/* base64url without padding of 16 bytes. */
+#define HF_TOKEN_RANDOM_CHARS 22
+/* 20 digits of fence + '.' + random part. */
+#define HF_TOKEN_MAX_LEN (20 + 1 + HF_TOKEN_RANDOM_CHARS)
+#define HF_FINGERPRINT_CHARS 16
+
+/* Set up the keyed hash used for fingerprints. key may be NULL: a random key
+ * per process (fingerprints then only correlate within one run). */
+int hf_token_init(const char *key);
+/* A fresh random part from getrandom(). 0 or -errno. */
+int hf_token_random(char out[HF_TOKEN_RANDOM_CHARS + 1]);
+/* true when `token` has the shape "<digits>.<22 base64url chars>"; the fence
+ * is stored in *fence when non-NULL. */
+bool hf_token_parse(const char *token, size_t len, uint64_t *fence);
+/* Short keyed hash of a token, safe to log. */
+void hf_token_fingerprint(const char *token, size_t len,
+                          char out[HF_FINGERPRINT_CHARS + 1]);
+
+#endif
