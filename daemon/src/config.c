@@ -497,8 +497,17 @@ static struct hf_config *load(struct load_ctx *ctx, const char *path, const char
     if (rc == LUA_OK) rc = lua_pcall(L, 0, 1, 0);
     bool ok;
     if (rc != LUA_OK) {
-        /* Lua's message already says file:line: why. */
-        snprintf(ctx->err, ctx->errlen, "%s", lua_tostring(L, -1));
+        /* Lua's message says file:line: why, except for "not enough
+         * memory" (the sandbox's limit), which gets the file name. */
+        const char *msg = lua_tostring(L, -1);
+        if (!msg) msg = "error";
+        if (strncmp(msg, ctx->name, strlen(ctx->name)) == 0)
+            snprintf(ctx->err, ctx->errlen, "%s", msg);
+        else if (strstr(msg, "memory"))
+            snprintf(ctx->err, ctx->errlen, "%s: %s (the sandbox allows %u MiB)", ctx->name,
+                     msg, CONFIG_MEMORY_LIMIT >> 20);
+        else
+            snprintf(ctx->err, ctx->errlen, "%s: %s", ctx->name, msg);
         ok = false;
     } else {
         ok = read_root(ctx, L, cfg);
