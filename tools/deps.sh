@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the Debian packages the daemon, its tests and the dev stack need.
+# Idempotent: installs only what is missing. Run as root (or with sudo).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libuv1-dev libhiredis-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
+  liblua5.4-dev libpq-dev libsystemd-dev libsodium-dev libcmocka-dev
+  redis-server postgresql
+  python3 python3-pytest python3-protobuf
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  echo "deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian's postgresql package starts a cluster on install; we never use it.
