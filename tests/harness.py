@@ -5,6 +5,8 @@ Environment:
   HOLDFASTD     path of the daemon binary (default build/daemon/holdfastd)
   HOLDFASTCTL   path of holdfastctl (default next to HOLDFASTD)
   REDIS_SERVER  redis-server binary (default: from PATH)
+  HOLDFASTD_WRAPPER  a command to run the daemon under, e.g. "valgrind -q
+                --error-exitcode=99 --leak-check=full"
 """
 import os
 import re
@@ -218,7 +220,8 @@ return {
         env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0:exitcode=23")
         env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1:halt_on_error=1:exitcode=24")
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([HOLDFASTD, "--config", self.config], stdout=self.log,
+        wrapper = os.environ.get("HOLDFASTD_WRAPPER", "").split()
+        self.proc = subprocess.Popen(wrapper + [HOLDFASTD, "--config", self.config], stdout=self.log,
                                      stderr=subprocess.STDOUT, env=env)
         wait_for(lambda: os.path.exists(self.socket) or self.proc.poll() is not None,
                  what="the daemon's socket")

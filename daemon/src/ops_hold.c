@@ -19,6 +19,8 @@ struct hold_call {
     uint64_t fence;
     char random[HF_TOKEN_RANDOM_CHARS + 1];
     char token[HF_TOKEN_MAX_LEN + 1];
+    char why_withdrawn_buf[160];
+    const char *why_withdrawn; /* answer to give once the grant is withdrawn */
 };
 
 static void finish(struct hold_call *hc) {
@@ -32,6 +34,9 @@ static void on_undo_reply(void *privdata, enum hf_redis_status status, redisRepl
     if (status != HF_REDIS_OK || r->type == REDIS_REPLY_ERROR)
         log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
                  hc->req->correlation_id, hc->ttl);
+    /* Answered only now, so a retry never meets its own withdrawn grant. */
+    if (hc->why_withdrawn)
+        hf_request_fail(hc->req, CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);
     finish(hc);
 }
 
@@ -45,6 +50,8 @@ static void withdraw_grant(struct hold_call *hc) {
                         on_undo_reply, hc) != 0) {
         log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
                  hc->req->correlation_id, hc->ttl);
+        if (hc->why_withdrawn)
+            hf_request_fail(hc->req, CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);
         finish(hc);
     }
 }
@@ -72,9 +79,10 @@ static void on_wait_reply(void *privdata, enum hf_redis_status status, redisRepl
     }
     if (!req->answered) {
         hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
-                        "only %lld of %u replicas acknowledged the hold; withdrawn",
-                        acks < 0 ? 0 : acks, hc->t->ns->min_replicas_ack);
+        snprintf(hc->why_withdrawn_buf, sizeof hc->why_withdrawn_buf,
+                 "only %lld of %u replicas acknowledged the hold; withdrawn", acks < 0 ? 0 : acks,
+                 hc->t->ns->min_replicas_ack);
+        hc->why_withdrawn = hc->why_withdrawn_buf;
     } else {
         hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
     }
@@ -132,8 +140,7 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
     uint32_t budget = hf_request_remaining_ms(req) + hc->t->ns->replicas_ack_timeout_ms;
     if (hf_redis_conn_command(hc->conn, 3, argv, NULL, budget, on_wait_reply, hc) != 0) {
         hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
-                        "redis connection lost before replicas acknowledged; withdrawn");
+        hc->why_withdrawn = "redis connection lost before replicas acknowledged; withdrawn";
         withdraw_grant(hc);
     }
 }
