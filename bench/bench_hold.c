@@ -1,0 +1,191 @@
+/* bench_hold - Hold throughput through holdfastd against the same Redis
+ * function called directly with hiredis, in the same run, on the same Redis.
+ * The ratio is what the daemon costs on top of Redis itself.
+ *
+ *   bench_hold --socket S --redis R [--connections 4] [--depth 32] [--holds 200000]
+ *
+ * Every hold is on its own id (all granted) with a 60 s TTL; the partition is
+ * random per run so runs never collide. */
+#include <getopt.h>
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "frame.h"
+
+struct cfg {
+    const char *socket_path;
+    const char *redis_path;
+    int connections, depth;
+    long holds;
+    char partition[64];
+};
+
+struct worker {
+    const struct cfg *cfg;
+    int index;
+    long done, failed;
+    pthread_t thread;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int read_full(int fd, uint8_t *buf, size_t n) {
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, buf + got, n - got);
+        if (r <= 0) return -1;
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+static void *holdfast_worker(void *arg) {
+    struct worker *w = arg;
+    const struct cfg *c = w->cfg;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", c->socket_path);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        perror("connect holdfastd");
+        exit(1);
+    }
+    long quota = c->holds / c->connections;
+    uint8_t *batch = malloc((size_t)c->depth * 256);
+    uint8_t *resp = malloc(65536);
+    char id[32];
+    char *ids[1] = {id};
+    for (long sent = 0; sent < quota;) {
+        size_t off = 0;
+        int n = 0;
+        for (; n < c->depth && sent < quota; n++, sent++) {
+            snprintf(id, sizeof id, "w%d-%ld", w->index, sent);
+            hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+            Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
+            hold.namespace_ = "seat";
+            hold.partition = (char *)c->partition;
+            hold.ids = ids;
+            hold.n_ids = 1;
+            hold.ttl_ms = 60000;
+            req.id = (uint64_t)sent + 1;
+            req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD;
+            req.hold = &hold;
+            size_t len;
+            uint8_t *frame = hf_frame_pack_request(&req, &len);
+            memcpy(batch + off, frame, len);
+            off += len;
+            free(frame);
+        }
+        if (write(fd, batch, off) != (ssize_t)off) exit(1);
+        for (int i = 0; i < n; i++) {
+            uint8_t hdr[4];
+            size_t plen;
+            if (read_full(fd, hdr, 4) != 0) exit(1);
+            hf_frame_peek(hdr, 4, 65536, &plen);
+            if (read_full(fd, resp, plen) != 0) exit(1);
+            hf_response_msg *r = hf_frame_unpack_response(resp, plen);
+            if (r && r->code == HOLDFAST__V1__CODE__CODE_OK) w->done++;
+            else w->failed++;
+            hf_response_msg_free(r);
+        }
+    }
+    free(batch);
+    free(resp);
+    close(fd);
+    return NULL;
+}
+
+static void *redis_worker(void *arg) {
+    struct worker *w = arg;
+    const struct cfg *c = w->cfg;
+    redisContext *rc = redisConnectUnix(c->redis_path);
+    if (!rc || rc->err) {
+        fprintf(stderr, "connect redis failed\n");
+        exit(1);
+    }
+    long quota = c->holds / c->connections;
+    char fence_key[160], key[200];
+    snprintf(fence_key, sizeof fence_key, "hf:{seat:%s-direct}:#fence", c->partition);
+    for (long sent = 0; sent < quota;) {
+        int n = 0;
+        for (; n < c->depth && sent < quota; n++, sent++) {
+            snprintf(key, sizeof key, "hf:{seat:%s-direct}:w%d-%ld", c->partition, w->index, sent);
+            redisAppendCommand(rc, "FCALL hf1_hold 2 %s %s AAAAAAAAAAAAAAAAAAAAAA 60000",
+                               fence_key, key);
+        }
+        for (int i = 0; i < n; i++) {
+            redisReply *r;
+            if (redisGetReply(rc, (void **)&r) != REDIS_OK) exit(1);
+            if (r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1) w->done++;
+            else w->failed++;
+            freeReplyObject(r);
+        }
+    }
+    redisFree(rc);
+    return NULL;
+}
+
+static double run(const struct cfg *c, void *(*fn)(void *), long *done, long *failed) {
+    struct worker *ws = calloc((size_t)c->connections, sizeof *ws);
+    double t0 = now_s();
+    for (int i = 0; i < c->connections; i++) {
+        ws[i].cfg = c;
+        ws[i].index = i;
+        pthread_create(&ws[i].thread, NULL, fn, &ws[i]);
+    }
+    *done = *failed = 0;
+    for (int i = 0; i < c->connections; i++) {
+        pthread_join(ws[i].thread, NULL);
+        *done += ws[i].done;
+        *failed += ws[i].failed;
+    }
+    double elapsed = now_s() - t0;
+    free(ws);
+    return elapsed;
+}
+
+int main(int argc, char **argv) {
+    struct cfg c = {.connections = 4, .depth = 32, .holds = 200000};
+    static const struct option opts[] = {
+        {"socket", required_argument, NULL, 's'}, {"redis", required_argument, NULL, 'r'},
+        {"connections", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'd'},
+        {"holds", required_argument, NULL, 'n'}, {NULL, 0, NULL, 0}};
+    int o;
+    while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (o) {
+        case 's': c.socket_path = optarg; break;
+        case 'r': c.redis_path = optarg; break;
+        case 'c': c.connections = atoi(optarg); break;
+        case 'd': c.depth = atoi(optarg); break;
+        case 'n': c.holds = atol(optarg); break;
+        default: return 2;
+        }
+    }
+    if (!c.socket_path || !c.redis_path) {
+        fprintf(stderr, "usage: bench_hold --socket S --redis R [--connections N] [--depth D] [--holds H]\n");
+        return 2;
+    }
+    snprintf(c.partition, sizeof c.partition, "bench-%ld", (long)time(NULL));
+    long done, failed;
+    double direct = run(&c, redis_worker, &done, &failed);
+    double direct_rate = (double)done / direct;
+    printf("direct hiredis FCALL hf1_hold: %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",
+           done, direct, direct_rate, failed);
+    double via = run(&c, holdfast_worker, &done, &failed);
+    double via_rate = (double)done / via;
+    printf("through holdfastd:             %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",
+           done, via, via_rate, failed);
+    printf("ratio holdfastd/direct = %.2f (connections=%d depth=%d)\n", via_rate / direct_rate,
+           c.connections, c.depth);
+    return failed ? 1 : 0;
+}
