@@ -1,0 +1,29 @@
+/* libFuzzer target: a client's byte stream, cut into frames and decoded the
+ * way conn.c does it. Frames are capped at 4 KiB so the fuzzer explores the
+ * parser, not the allocator. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "frame.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    size_t off = 0;
+    while (off < size) {
+        size_t payload;
+        enum hf_frame_status st = hf_frame_peek(data + off, size - off, 4096, &payload);
+        if (st != HF_FRAME_READY) break;
+        hf_request_msg *msg = hf_frame_unpack_request(data + off + HF_FRAME_HEADER, payload);
+        if (msg) {
+            (void)hf_op_name(hf_op_of(msg->method_case));
+            size_t len;
+            uint8_t *again = hf_frame_pack_request(msg, &len);
+            hf_request_msg_free(msg);
+            free(again);
+        }
+        off += HF_FRAME_HEADER + payload;
+    }
+    return 0;
+}
