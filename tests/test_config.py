@@ -60,6 +60,8 @@ def test_out_of_range_and_unknown_keys(workdir):
     rc, out, _ = check(workdir, GOOD.replace("seat = { default_ttl_ms = 1000 }",
                                              "seat = { on_redis_down = 'maybe' }"))
     assert rc == 1 and "fail_closed, best_effort" in out, out
+    rc, out, _ = check(workdir, GOOD.replace("default_ttl_ms = 1000", "admit = 'yes'"))
+    assert rc == 1 and "namespaces.seat.admit': must be a function" in out, out
 
 
 def test_sandbox_has_no_io_os_or_require(workdir):

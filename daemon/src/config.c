@@ -14,13 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config_lua.h"
 #include "validate.h"
 
 #define CONFIG_MEMORY_LIMIT (16u << 20)
 #define CONFIG_INSTRUCTION_BUDGET 10000000
 #define CONFIG_HOOK_EVERY 1000
 
-enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST };
+enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST, F_FUNCTION };
 
 struct field {
     const char *key;
@@ -32,14 +33,6 @@ struct field {
     const char *const *names; /* F_ENUM, NULL-terminated */
 };
 
-struct load_ctx {
-    const char *name;  /* file name for messages */
-    const char *text;  /* source, for finding a key's line */
-    char *err;
-    size_t errlen;
-    size_t mem_used;
-    long instructions;
-};
 
 #define CFG(f) offsetof(struct hf_config, f)
 #define NSF(f) offsetof(struct hf_namespace, f)
@@ -105,6 +98,7 @@ static const struct field namespace_fields[] = {
     {"on_redis_down", F_ENUM, NSF(on_redis_down), HF_FAIL_CLOSED, NULL, 0, 0, policy_names},
     {"min_replicas_ack", F_UINT, NSF(min_replicas_ack), 0, NULL, 0, 16, NULL},
     {"replicas_ack_timeout_ms", F_UINT, NSF(replicas_ack_timeout_ms), 100, NULL, 1, 60000, NULL},
+    {"admit", F_FUNCTION, NSF(admit_hook), 0, NULL, 0, 0, NULL},
 };
 
 #define N_FIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -167,10 +161,10 @@ static int line_of(const char *text, const char *dotted) {
     return line;
 }
 
-static bool fail(struct load_ctx *ctx, const char *key, const char *fmt, ...)
+static bool fail(struct hf_lua *ctx, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static bool fail(struct load_ctx *ctx, const char *key, const char *fmt, ...) {
+static bool fail(struct hf_lua *ctx, const char *key, const char *fmt, ...) {
     char why[384];
     va_list ap;
     va_start(ap, fmt);
@@ -186,7 +180,7 @@ static bool fail(struct load_ctx *ctx, const char *key, const char *fmt, ...) {
 
 /* ---- reading typed values ---- */
 
-static bool read_uint(struct load_ctx *ctx, lua_State *L, const char *key, uint32_t min,
+static bool read_uint(struct hf_lua *ctx, lua_State *L, const char *key, uint32_t min,
                       uint32_t max, uint32_t *out) {
     if (!lua_isinteger(L, -1)) {
         if (lua_type(L, -1) == LUA_TNUMBER)
@@ -200,7 +194,7 @@ static bool read_uint(struct load_ctx *ctx, lua_State *L, const char *key, uint3
     return true;
 }
 
-static bool read_mode(struct load_ctx *ctx, lua_State *L, const char *key, uint32_t *out) {
+static bool read_mode(struct hf_lua *ctx, lua_State *L, const char *key, uint32_t *out) {
     /* "0660" as a string (octal), or a number written as 0x1b0 / 432. */
     if (lua_type(L, -1) == LUA_TSTRING) {
         const char *s = lua_tostring(L, -1);
@@ -215,7 +209,7 @@ static bool read_mode(struct load_ctx *ctx, lua_State *L, const char *key, uint3
     return read_uint(ctx, L, key, 0, 07777, out);
 }
 
-static bool read_id_list(struct load_ctx *ctx, lua_State *L, const char *key, uint32_t **out,
+static bool read_id_list(struct hf_lua *ctx, lua_State *L, const char *key, uint32_t **out,
                          size_t *n_out) {
     if (!lua_istable(L, -1)) return fail(ctx, key, "must be a list of numeric ids");
     size_t n = (size_t)luaL_len(L, -1);
@@ -237,7 +231,7 @@ static bool read_id_list(struct load_ctx *ctx, lua_State *L, const char *key, ui
     return true;
 }
 
-static bool read_field(struct load_ctx *ctx, lua_State *L, const struct field *f,
+static bool read_field(struct hf_lua *ctx, lua_State *L, const struct field *f,
                        const char *key, void *base) {
     char *slot = (char *)base + f->offset;
     switch (f->type) {
@@ -276,6 +270,12 @@ static bool read_field(struct load_ctx *ctx, lua_State *L, const struct field *f
         }
         return fail(ctx, key, "must be one of %s, got \"%s\"", choices, s);
     }
+    case F_FUNCTION:
+        if (!lua_isfunction(L, -1)) return fail(ctx, key, "must be a function");
+        lua_pushvalue(L, -1); /* luaL_ref pops it; the caller pops the original */
+        *(int *)(void *)slot = luaL_ref(L, LUA_REGISTRYINDEX);
+        ctx->keep_state = true;
+        return true;
     case F_ID_LIST: {
         uint32_t **list = (uint32_t **)(void *)slot;
         size_t *count = (size_t *)(void *)(slot + sizeof(uint32_t *));
@@ -297,13 +297,14 @@ static void apply_defaults(const struct field *fields, size_t n, void *base) {
             *(char **)(void *)slot = fields[i].def_str ? strdup(fields[i].def_str) : NULL;
             break;
         case F_ID_LIST: break; /* zeroed by calloc */
+        case F_FUNCTION: *(int *)(void *)slot = 0; break;
         }
     }
 }
 
 /* Read the table on top of the stack against `fields`; unknown keys are
  * errors so that a typo never silently falls back to a default. */
-static bool read_table(struct load_ctx *ctx, lua_State *L, const char *prefix,
+static bool read_table(struct hf_lua *ctx, lua_State *L, const char *prefix,
                        const struct field *fields, size_t n, void *base) {
     char key[256];
     if (!lua_istable(L, -1)) return fail(ctx, prefix, "must be a table");
@@ -331,7 +332,7 @@ static bool read_table(struct load_ctx *ctx, lua_State *L, const char *prefix,
     return true;
 }
 
-static bool read_namespace(struct load_ctx *ctx, lua_State *L, const char *name,
+static bool read_namespace(struct hf_lua *ctx, lua_State *L, const char *name,
                            struct hf_namespace *ns) {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "namespaces.%s", name);
@@ -355,7 +356,7 @@ static bool read_namespace(struct load_ctx *ctx, lua_State *L, const char *name,
     return true;
 }
 
-static bool read_namespaces(struct load_ctx *ctx, lua_State *L, struct hf_config *cfg) {
+static bool read_namespaces(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg) {
     if (!lua_istable(L, -1)) return fail(ctx, "namespaces", "must be a table of tables");
     size_t count = 0;
     lua_pushnil(L);
@@ -383,7 +384,7 @@ static bool read_namespaces(struct load_ctx *ctx, lua_State *L, struct hf_config
     return true;
 }
 
-static bool validate_whole(struct load_ctx *ctx, struct hf_config *cfg) {
+static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
     if (cfg->default_timeout_ms > cfg->max_timeout_ms)
         return fail(ctx, "limits.default_timeout_ms", "must not exceed limits.max_timeout_ms (%u)",
                     cfg->max_timeout_ms);
@@ -394,7 +395,7 @@ static bool validate_whole(struct load_ctx *ctx, struct hf_config *cfg) {
     return true;
 }
 
-static bool read_root(struct load_ctx *ctx, lua_State *L, struct hf_config *cfg) {
+static bool read_root(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg) {
     if (!lua_istable(L, -1)) {
         snprintf(ctx->err, ctx->errlen, "%s: the file must return a table, got %s", ctx->name,
                  luaL_typename(L, -1));
@@ -432,7 +433,7 @@ static bool read_root(struct load_ctx *ctx, lua_State *L, struct hf_config *cfg)
 /* ---- the sandbox ---- */
 
 static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-    struct load_ctx *ctx = ud;
+    struct hf_lua *ctx = ud;
     if (!ptr) osize = 0;
     if (nsize == 0) {
         ctx->mem_used -= osize;
@@ -447,15 +448,15 @@ static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 
 static void budget_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
-    struct load_ctx *ctx;
+    struct hf_lua *ctx;
     lua_getallocf(L, (void **)&ctx);
     ctx->instructions += CONFIG_HOOK_EVERY;
-    if (ctx->instructions > CONFIG_INSTRUCTION_BUDGET)
+    if (ctx->instructions > ctx->budget)
         luaL_error(L, "instruction budget exceeded (endless loop?)");
 }
 
 /* Only pure libraries: no io, os, package, debug; no way to load more code. */
-static lua_State *sandbox_new(struct load_ctx *ctx) {
+static lua_State *sandbox_new(struct hf_lua *ctx) {
     lua_State *L = lua_newstate(limited_alloc, ctx);
     if (!L) return NULL;
     static const luaL_Reg libs[] = {
@@ -477,13 +478,14 @@ static lua_State *sandbox_new(struct load_ctx *ctx) {
     return L;
 }
 
-static struct hf_config *load(struct load_ctx *ctx, const char *path, const char *text) {
+static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *text) {
     struct hf_config *cfg = calloc(1, sizeof *cfg);
     if (!cfg) {
         snprintf(ctx->err, ctx->errlen, "%s: out of memory", ctx->name);
         return NULL;
     }
     cfg->refs = 1;
+    ctx->budget = CONFIG_INSTRUCTION_BUDGET;
     lua_State *L = sandbox_new(ctx);
     if (!L) {
         snprintf(ctx->err, ctx->errlen, "%s: cannot create Lua state", ctx->name);
@@ -512,11 +514,26 @@ static struct hf_config *load(struct load_ctx *ctx, const char *path, const char
     } else {
         ok = read_root(ctx, L, cfg);
     }
-    lua_close(L);
     if (ok) {
         cfg->path = strdup(path);
         if (!cfg->path) ok = false;
     }
+    if (ok && ctx->keep_state) {
+        /* Policy hooks live on in this state; it moves into the config. */
+        lua_settop(L, 0);
+        struct hf_lua *kept = malloc(sizeof *kept);
+        if (kept) {
+            *kept = *ctx;
+            kept->name = kept->text = NULL;
+            kept->err = NULL;
+            kept->L = L;
+            lua_setallocf(L, limited_alloc, kept);
+            cfg->lua = kept;
+            return cfg;
+        }
+        ok = false;
+    }
+    lua_close(L);
     if (!ok) {
         cfg->refs = 1;
         hf_config_unref(cfg);
@@ -527,7 +544,7 @@ static struct hf_config *load(struct load_ctx *ctx, const char *path, const char
 
 struct hf_config *hf_config_load_string(const char *name, const char *text, char *err,
                                         size_t errlen) {
-    struct load_ctx ctx = {.name = name, .text = text, .err = err, .errlen = errlen};
+    struct hf_lua ctx = {.name = name, .text = text, .err = err, .errlen = errlen};
     return load(&ctx, name, text);
 }
 
@@ -569,7 +586,7 @@ struct hf_config *hf_config_load(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     text[len] = '\0';
-    struct load_ctx ctx = {.name = path, .text = text, .err = err, .errlen = errlen};
+    struct hf_lua ctx = {.name = path, .text = text, .err = err, .errlen = errlen};
     struct hf_config *cfg = load(&ctx, path, text);
     free(text);
     return cfg;
@@ -594,6 +611,10 @@ void hf_config_unref(struct hf_config *cfg) {
         free_strings(sections[i].fields, sections[i].n, cfg);
     for (size_t i = 0; i < cfg->n_namespaces; i++) free(cfg->namespaces[i].name);
     free(cfg->namespaces);
+    if (cfg->lua) {
+        lua_close(cfg->lua->L);
+        free(cfg->lua);
+    }
     free(cfg->path);
     free(cfg);
 }

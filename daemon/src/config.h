@@ -24,7 +24,10 @@ struct hf_namespace {
     enum hf_redis_down_policy on_redis_down;
     uint32_t min_replicas_ack;         /* WAIT n before a grant counts */
     uint32_t replicas_ack_timeout_ms;
+    int admit_hook;                    /* Lua registry ref of `admit`, 0: none */
 };
+
+struct hf_lua; /* the sandbox kept alive for policy hooks (config_lua.h) */
 
 struct hf_config {
     int refs;
@@ -67,6 +70,8 @@ struct hf_config {
 
     struct hf_namespace *namespaces;
     size_t n_namespaces;
+
+    struct hf_lua *lua; /* NULL unless a namespace has a hook */
 };
 
 /* Load and validate `path`. On error returns NULL and writes a message that

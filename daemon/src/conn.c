@@ -24,6 +24,7 @@ struct hf_conn {
     size_t len, cap;
     unsigned in_flight;
     unsigned pending_writes;
+    uint32_t peer_uid, peer_gid;
     struct hf_request *requests;
     bool reading;
     bool paused_for_writes;
@@ -177,6 +178,16 @@ void hf_conn_fatal(struct hf_conn *conn, hf_code code, const char *message) {
 }
 
 unsigned hf_conn_in_flight(const struct hf_conn *conn) { return conn->in_flight; }
+
+void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid) {
+    conn->peer_uid = uid;
+    conn->peer_gid = gid;
+}
+
+void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid) {
+    *uid = conn->peer_uid;
+    *gid = conn->peer_gid;
+}
 
 void hf_conn_request_add(struct hf_conn *conn, struct hf_request *req) {
     req->conn = conn;

@@ -27,6 +27,9 @@ void hf_conn_stop_reading(struct hf_conn *conn);
 void hf_conn_close(struct hf_conn *conn);
 
 unsigned hf_conn_in_flight(const struct hf_conn *conn);
+/* The peer's credentials (SO_PEERCRED), recorded at accept. */
+void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid);
+void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid);
 void hf_conn_request_add(struct hf_conn *conn, struct hf_request *req);
 void hf_conn_request_done(struct hf_conn *conn, struct hf_request *req);
 

@@ -46,6 +46,7 @@ static const struct {
     [HF_C_CONFIRM_IN_DOUBT] = {"holdfast_confirm_in_doubt_total", "Confirms whose commit outcome had to be looked up again."},
     [HF_C_CONFIG_RELOADS] = {"holdfast_config_reloads_total", "Successful configuration reloads."},
     [HF_C_CONFIG_RELOAD_FAILURES] = {"holdfast_config_reload_failures_total", "Reloads refused because the new file was invalid."},
+    [HF_C_POLICY_HOOK_FAILURES] = {"holdfast_policy_hook_failures_total", "Admit hooks that raised an error or ran out of budget."},
 };
 
 static const struct {

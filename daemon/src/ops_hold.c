@@ -7,6 +7,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "ops.h"
+#include "policy.h"
 #include "scripts.h"
 
 #define CODE(x) HOLDFAST__V1__CODE__CODE_##x
@@ -145,12 +146,41 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
     }
 }
 
+/* The namespace's admit hook, if any, may refuse the hold or set its TTL. */
+static bool admitted_by_policy(struct hf_request *req, const struct hf_target *t,
+                               uint32_t *ttl) {
+    struct hf_hold_facts facts = {
+        .partition = req->partition,
+        .ids = t->ids,
+        .n_ids = t->n_ids,
+        .ttl_ms = *ttl,
+        .correlation_id = req->correlation_id,
+        .uid = req->peer_uid,
+        .gid = req->peer_gid,
+    };
+    char why[256];
+    switch (hf_policy_admit_hold(req->cfg, t->ns, &facts, ttl, why, sizeof why)) {
+    case HF_ADMIT:
+        return true;
+    case HF_DENY:
+        hf_request_fail(req, CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
+        return false;
+    default:
+        hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
+        log_error("hold cid=%s: namespace '%s' admit hook failed: %s", req->correlation_id,
+                  t->ns->name, why);
+        hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
+        return false;
+    }
+}
+
 void hf_op_hold(struct hf_request *req) {
     Holdfast__V1__HoldRequest *m = req->msg->hold;
     struct hf_target *t;
     uint32_t ttl;
     if (!hf_target_parse(req, m->namespace_, m->partition, m->ids, m->n_ids, &t)) return;
     if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
+    if (!admitted_by_policy(req, t, &ttl)) return;
     struct hold_call *hc = calloc(1, sizeof *hc);
     if (!hc) {
         hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");

@@ -43,6 +43,7 @@ void hf_request_dispatch(struct hf_daemon *d, struct hf_conn *conn, hf_request_m
     d->in_flight++;
     hf_metrics_gauge_set(HF_G_IN_FLIGHT, d->in_flight);
     hf_conn_request_add(conn, req);
+    hf_conn_peer(conn, &req->peer_uid, &req->peer_gid);
 
     uint32_t timeout = msg->timeout_ms ? msg->timeout_ms : req->cfg->default_timeout_ms;
     if (timeout > req->cfg->max_timeout_ms) timeout = req->cfg->max_timeout_ms;

@@ -35,6 +35,7 @@ struct hf_request {
     char **ids;
     size_t n_ids;
     char token_fp[HF_FINGERPRINT_CHARS + 1];
+    uint32_t peer_uid, peer_gid;        /* the client's credentials */
     const char *db_outcome;             /* Confirm: commit / rollback / unknown */
     const char *after_result;           /* Confirm: what happened to the hold */
     void *op_state;                     /* freed by op_state_free, if set */

@@ -72,7 +72,9 @@ static void on_connection(uv_stream_t *listener, int status) {
     uv_os_fd_t fd;
     uv_fileno((uv_handle_t *)hf_conn_stream(conn), &fd);
     struct ucred cred = {0};
-    if (!peer_allowed(d->cfg, fd, &cred)) {
+    bool allowed = peer_allowed(d->cfg, fd, &cred);
+    hf_conn_set_peer(conn, cred.uid, cred.gid);
+    if (!allowed) {
         hf_metrics_inc(HF_C_CONNECTIONS_REJECTED);
         log_warn("accept: peer pid=%d uid=%u gid=%u not in socket.allow_uids/allow_gids",
                  (int)cred.pid, cred.uid, cred.gid);
