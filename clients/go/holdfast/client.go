@@ -1,0 +1,331 @@
+package holdfast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	pb "github.com/holdfast/holdfast/clients/go/holdfastpb"
+)
+
+// Defaults for a Client; see the Option functions.
+const (
+	DefaultTimeout       = 5 * time.Second
+	DefaultMaxFrameBytes = 64 << 10 // the daemon's default limits.max_frame_bytes
+	defaultMaxReadBytes  = 16 << 20 // metrics text can be large; still bounded
+	minDialBackoff       = 20 * time.Millisecond
+	maxDialBackoff       = 500 * time.Millisecond
+)
+
+// Client talks to one holdfastd over its Unix socket. It is safe for
+// concurrent use; share one per process (or per daemon socket).
+type Client struct {
+	path           string
+	defaultTimeout time.Duration
+	maxFrame       int
+	maxRead        int
+
+	nextID atomic.Uint64
+
+	mu     sync.Mutex
+	cur    *conn // nil until the first call, or after it failed
+	closed bool
+
+	dialSem  chan struct{} // one dial at a time; a channel so waiters respect ctx
+	closedCh chan struct{}
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithDefaultTimeout sets the deadline applied to calls whose context has
+// none (default 5s). The deadline is sent to the daemon as timeout_ms.
+func WithDefaultTimeout(d time.Duration) Option {
+	return func(c *Client) {
+		if d > 0 {
+			c.defaultTimeout = d
+		}
+	}
+}
+
+// WithMaxFrameBytes sets the largest request the client will send (default
+// 64 KiB, the daemon's default). Keep it at or below the daemon's
+// limits.max_frame_bytes: the daemon drops a connection that exceeds it.
+func WithMaxFrameBytes(n int) Option {
+	return func(c *Client) {
+		if n > 0 {
+			c.maxFrame = n
+		}
+	}
+}
+
+// New returns a Client for the daemon listening on socketPath. It does not
+// connect: the first call does, and so does the first call after the daemon
+// restarted. Use Dial to connect (and fail) up front.
+func New(socketPath string, opts ...Option) *Client {
+	c := &Client{
+		path:           socketPath,
+		defaultTimeout: DefaultTimeout,
+		maxFrame:       DefaultMaxFrameBytes,
+		maxRead:        defaultMaxReadBytes,
+		dialSem:        make(chan struct{}, 1),
+		closedCh:       make(chan struct{}),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Dial returns a connected Client, waiting for the daemon's socket until
+// ctx's deadline (or the default timeout).
+func Dial(ctx context.Context, socketPath string, opts ...Option) (*Client, error) {
+	c := New(socketPath, opts...)
+	ctx, cancel := c.withDeadline(ctx)
+	defer cancel()
+	if _, err := c.getConn(ctx, "dial"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// SocketPath returns the daemon socket this client talks to.
+func (c *Client) SocketPath() string { return c.path }
+
+// Close closes the connection. Calls in flight and later calls fail with
+// ErrClosed. Holds are not released: they expire with their TTL.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	cur := c.cur
+	c.cur = nil
+	close(c.closedCh)
+	c.mu.Unlock()
+	if cur != nil {
+		cur.fail(ErrClosed)
+	}
+	return nil
+}
+
+func (c *Client) withDeadline(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.defaultTimeout)
+}
+
+// getConn returns the live connection, dialing (and re-dialing while the
+// daemon is down) until ctx is done.
+func (c *Client) getConn(ctx context.Context, op string) (*conn, error) {
+	if cn, err := c.current(); cn != nil || err != nil {
+		return cn, err
+	}
+	select {
+	case c.dialSem <- struct{}{}:
+		defer func() { <-c.dialSem }()
+	case <-ctx.Done():
+		return nil, c.ctxError(ctx, op, "", nil)
+	case <-c.closedCh:
+		return nil, ErrClosed
+	}
+	// Another caller may have dialed while we waited.
+	if cn, err := c.current(); cn != nil || err != nil {
+		return cn, err
+	}
+
+	var d net.Dialer
+	backoff := minDialBackoff
+	for {
+		nc, err := d.DialContext(ctx, "unix", c.path)
+		if err == nil {
+			cn := newConn(nc, c.maxRead)
+			c.mu.Lock()
+			if c.closed {
+				c.mu.Unlock()
+				cn.fail(ErrClosed)
+				return nil, ErrClosed
+			}
+			c.cur = cn
+			c.mu.Unlock()
+			return cn, nil
+		}
+		if ctx.Err() != nil {
+			return nil, c.unreachable(op, err)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, c.unreachable(op, err)
+		case <-c.closedCh:
+			t.Stop()
+			return nil, ErrClosed
+		}
+		backoff = min(backoff*2, maxDialBackoff)
+	}
+}
+
+// current returns the live conn, (nil, nil) when one must be dialed, or
+// ErrClosed.
+func (c *Client) current() (*conn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, ErrClosed
+	}
+	if c.cur != nil && !c.cur.isDead() {
+		return c.cur, nil
+	}
+	c.cur = nil
+	return nil, nil
+}
+
+func (c *Client) unreachable(op string, cause error) error {
+	return &Error{Op: op, Code: CodeUnavailable,
+		Message: fmt.Sprintf("cannot reach holdfastd at %s", c.path), cause: cause}
+}
+
+// ctxError turns a finished context into the call's error: a deadline is
+// CodeDeadlineExceeded (and also matches context.DeadlineExceeded); a
+// cancellation is returned as context.Canceled, wrapped.
+func (c *Client) ctxError(ctx context.Context, op, corr string, cause error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		msg := "deadline passed before holdfastd answered"
+		if cause != nil {
+			msg += " (" + cause.Error() + ")"
+		}
+		return &Error{Op: op, Code: CodeDeadlineExceeded, Message: msg,
+			CorrelationID: corr, cause: context.DeadlineExceeded}
+	}
+	return fmt.Errorf("holdfast: %s: %w", op, ctx.Err())
+}
+
+// timeoutMs converts the time left into the request's timeout_ms, rounding
+// up so the daemon never gets 0 (which would mean "its default").
+func timeoutMs(left time.Duration) uint32 {
+	ms := (left + time.Millisecond - 1) / time.Millisecond
+	if ms < 1 {
+		ms = 1
+	}
+	if ms > math.MaxUint32 {
+		ms = math.MaxUint32
+	}
+	return uint32(ms)
+}
+
+// call sends req and waits for its response. It fills in id, correlation id
+// and timeout_ms, and turns non-OK codes into *Error.
+func (c *Client) call(ctx context.Context, op string, req *pb.Request) (*pb.Response, error) {
+	ctx, cancel := c.withDeadline(ctx)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+
+	req.CorrelationId = CorrelationID(ctx)
+	if req.CorrelationId == "" {
+		req.CorrelationId = newCorrelationID()
+	}
+	corr := req.CorrelationId
+
+	for attempt := 0; ; attempt++ {
+		if ctx.Err() != nil {
+			return nil, c.ctxError(ctx, op, corr, nil)
+		}
+		cn, err := c.getConn(ctx, op)
+		if err != nil {
+			return nil, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, c.ctxError(ctx, op, corr, nil)
+		}
+		req.Id = c.nextID.Add(1)
+		req.TimeoutMs = timeoutMs(left)
+		frame, err := encodeFrame(req, c.maxFrame)
+		if err != nil {
+			return nil, &Error{Op: op, Code: CodeResourceExhausted, Message: err.Error(), CorrelationID: corr}
+		}
+		ch, err := cn.register(req.Id)
+		if err != nil {
+			// Died between getConn and now; nothing was sent, so dial again.
+			if errors.Is(err, ErrClosed) {
+				return nil, ErrClosed
+			}
+			continue
+		}
+		if err := cn.write(frame, deadline); err != nil {
+			cn.unregister(req.Id)
+			if errors.Is(err, ErrClosed) {
+				return nil, ErrClosed
+			}
+			// An incomplete frame is never acted on by the daemon, so one
+			// resend on a fresh connection is safe (the usual case: the
+			// daemon restarted while this client sat idle).
+			if attempt == 0 && ctx.Err() == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return nil, c.ctxError(ctx, op, corr, err)
+			}
+			return nil, &Error{Op: op, Code: CodeUnavailable, Message: "could not send the request", CorrelationID: corr, cause: err}
+		}
+
+		select {
+		case resp := <-ch:
+			return c.result(op, resp)
+		case <-cn.done:
+			select { // an answer that beat the failure still counts
+			case resp := <-ch:
+				return c.result(op, resp)
+			default:
+			}
+			err := cn.failed()
+			if errors.Is(err, ErrClosed) {
+				return nil, ErrClosed
+			}
+			return nil, &Error{Op: op, Code: CodeUnavailable,
+				Message:       "connection to holdfastd lost before the answer; the outcome is unknown",
+				CorrelationID: corr, cause: err}
+		case <-ctx.Done():
+			cn.unregister(req.Id)
+			return nil, c.ctxError(ctx, op, corr, nil)
+		}
+	}
+}
+
+// result maps a response to (resp, nil) for CODE_OK or to an *Error.
+func (c *Client) result(op string, resp *pb.Response) (*pb.Response, error) {
+	if resp.GetCode() == CodeOK {
+		return resp, nil
+	}
+	code := resp.GetCode()
+	msg := resp.GetMessage()
+	if code == pb.Code_CODE_UNSPECIFIED {
+		code = CodeInternal
+		msg = "daemon answered without a result code: " + msg
+	}
+	return resp, &Error{
+		Op:            op,
+		Code:          code,
+		Message:       msg,
+		Field:         resp.GetError().GetField(),
+		ResourceID:    resp.GetError().GetResourceId(),
+		CorrelationID: resp.GetCorrelationId(),
+		Degraded:      resp.GetDegraded(),
+	}
+}
+
+func malformed(op string, resp *pb.Response) error {
+	return &Error{Op: op, Code: CodeInternal,
+		Message: "daemon answered OK without a " + op + " result", CorrelationID: resp.GetCorrelationId()}
+}

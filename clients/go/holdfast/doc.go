@@ -1,0 +1,34 @@
+// Package holdfast is the Go client for holdfastd, the sidecar that gives
+// applications expiring holds on scarce resources (seats, stock units,
+// critical sections) with Redis as the arbiter and PostgreSQL as the system
+// of record.
+//
+// One Client holds one Unix-socket connection to the daemon and multiplexes
+// any number of concurrent calls over it: each request carries an id, a
+// reader goroutine matches responses to callers, and answers may arrive in
+// any order. Every call takes a context.Context; its deadline is sent to the
+// daemon as the request's timeout and is also enforced locally, so a call
+// never outlives its context. Calls without a deadline get the client's
+// default timeout.
+//
+// When the daemon restarts, calls in flight fail with CodeUnavailable
+// ("outcome unknown") and the next call dials a fresh connection, waiting for
+// the daemon to come back until the call's deadline.
+//
+// Failures are *Error values carrying the daemon's result Code:
+//
+//	h, err := c.Hold(ctx, "seat", "run-2026-12-01-KTX101", []string{"E7", "E8", "E9"}, time.Minute)
+//	switch {
+//	case errors.Is(err, holdfast.ErrHeldByAnother):
+//		// someone else has one of the seats; holdfast.ResourceOf(err) says which
+//	case err != nil:
+//		return err
+//	}
+//	defer h.Release(context.WithoutCancel(ctx)) // or Confirm it
+//
+// Tokens are secrets: a Hold never prints its token (String, GoString and
+// slog all redact it); use Hold.Token only to hand the hold to another
+// process that resumes it with Client.HoldFromToken.
+package holdfast
+
+//go:generate ../regen.sh

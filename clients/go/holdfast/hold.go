@@ -1,0 +1,182 @@
+package holdfast
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	pb "github.com/holdfast/holdfast/clients/go/holdfastpb"
+)
+
+// secret holds the token behind a pointer: fmt prints nested pointers as
+// addresses, so even reflection-based dumps of a Hold value (%+v, %#v on
+// Hold rather than *Hold) cannot show it.
+type secret = *tokenBox
+
+type tokenBox struct{ v string }
+
+func (*tokenBox) String() string   { return "[redacted]" }
+func (*tokenBox) GoString() string { return `"[redacted]"` }
+
+func newSecret(token string) secret { return &tokenBox{v: token} }
+
+func (h *Hold) tokenValue() string {
+	if h.token == nil {
+		return ""
+	}
+	return h.token.v
+}
+
+// Hold is a granted hold on one or more resources of one partition. Its
+// fields never change; it is safe for concurrent use (extend it from one
+// goroutine while another confirms it).
+//
+// A Hold never prints its token; Token returns it for the rare case where
+// another process must resume the hold (see Client.HoldFromToken).
+type Hold struct {
+	Namespace string
+	Partition string
+	IDs       []string
+	// Fence is the hold's fencing number: it rises with every grant in the
+	// partition, so a store can refuse writes from an older holder.
+	Fence uint64
+	// TTL is the time to live applied at grant (0 for a resumed hold).
+	TTL time.Duration
+	// Degraded is true when the namespace's best_effort policy answered
+	// without Redis: nothing is actually held. Never set for fail_closed
+	// namespaces.
+	Degraded bool
+
+	client *Client
+	token  secret
+}
+
+// Token returns the hold's secret ownership proof. Keep it out of logs,
+// URLs and error messages.
+func (h *Hold) Token() string { return h.tokenValue() }
+
+// String describes the hold without its token.
+func (h Hold) String() string {
+	return fmt.Sprintf("hold %s/%s[%s] fence=%d ttl=%s", h.Namespace, h.Partition,
+		strings.Join(h.IDs, ","), h.Fence, h.TTL)
+}
+
+// GoString keeps %#v from dumping the token.
+func (h Hold) GoString() string { return "&holdfast.Hold{" + h.String() + "}" }
+
+// LogValue keeps slog from dumping the token.
+func (h Hold) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("namespace", h.Namespace),
+		slog.String("partition", h.Partition),
+		slog.Any("ids", h.IDs),
+		slog.Uint64("fence", h.Fence),
+		slog.Duration("ttl", h.TTL),
+	)
+}
+
+func ttlMs(ttl time.Duration) uint32 {
+	if ttl <= 0 {
+		return 0
+	}
+	return timeoutMs(ttl)
+}
+
+// Hold takes an expiring hold on ids of one partition, all or nothing.
+// ttl 0 means the namespace's default TTL.
+//
+// Errors to expect: ErrHeldByAnother (ResourceOf names the resource),
+// ErrConfirmed (already sold), ErrInvalidArgument, ErrNotFound (namespace),
+// ErrUnavailable / ErrDeadlineExceeded (nothing granted that you know of;
+// an unknown grant expires with its TTL).
+func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []string, ttl time.Duration) (*Hold, error) {
+	const op = "hold"
+	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Hold{Hold: &pb.HoldRequest{
+		Namespace: namespace, Partition: partition, Ids: ids, TtlMs: ttlMs(ttl),
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	r := resp.GetHold()
+	if r == nil {
+		return nil, malformed(op, resp)
+	}
+	return &Hold{
+		Namespace: namespace,
+		Partition: partition,
+		IDs:       append([]string(nil), ids...),
+		Fence:     r.GetFence(),
+		TTL:       time.Duration(r.GetTtlMs()) * time.Millisecond,
+		Degraded:  resp.GetDegraded(),
+		client:    c,
+		token:     newSecret(r.GetToken()),
+	}, nil
+}
+
+// HoldFromToken rebuilds a Hold from its token, for a process that resumes
+// a hold taken elsewhere (e.g. the checkout request after the seat-picking
+// one). Nothing is sent to the daemon; Fence and TTL are zero.
+func (c *Client) HoldFromToken(namespace, partition string, ids []string, token string) *Hold {
+	return &Hold{Namespace: namespace, Partition: partition,
+		IDs: append([]string(nil), ids...), client: c, token: newSecret(token)}
+}
+
+// Extend sets the hold's remaining TTL to ttl from now (0: the namespace's
+// default) and returns the TTL applied. ErrNotHeld means the hold expired;
+// ErrHeldByAnother that someone else holds a resource now.
+func (c *Client) Extend(ctx context.Context, h *Hold, ttl time.Duration) (time.Duration, error) {
+	const op = "extend"
+	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Extend{Extend: &pb.ExtendRequest{
+		Namespace: h.Namespace, Partition: h.Partition, Ids: h.IDs, Token: h.tokenValue(), TtlMs: ttlMs(ttl),
+	}}})
+	if err != nil {
+		return 0, err
+	}
+	r := resp.GetExtend()
+	if r == nil {
+		return 0, malformed(op, resp)
+	}
+	return time.Duration(r.GetTtlMs()) * time.Millisecond, nil
+}
+
+// Release gives the hold back and returns how many resources it released.
+// Resources no longer held by this token are left alone and reported as
+// ErrNotHeld or ErrHeldByAnother (with the count of those that were
+// released).
+func (c *Client) Release(ctx context.Context, h *Hold) (int, error) {
+	const op = "release"
+	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Release{Release: &pb.ReleaseRequest{
+		Namespace: h.Namespace, Partition: h.Partition, Ids: h.IDs, Token: h.tokenValue(),
+	}}})
+	n := int(resp.GetRelease().GetReleased())
+	if err != nil {
+		return n, err
+	}
+	if resp.GetRelease() == nil {
+		return 0, malformed(op, resp)
+	}
+	return n, nil
+}
+
+// Extend is c.Extend(ctx, h, ttl).
+func (h *Hold) Extend(ctx context.Context, ttl time.Duration) (time.Duration, error) {
+	return h.client.Extend(ctx, h, ttl)
+}
+
+// Release is c.Release(ctx, h).
+func (h *Hold) Release(ctx context.Context) (int, error) {
+	return h.client.Release(ctx, h)
+}
+
+// Confirm is c.Confirm(ctx, h, opts).
+func (h *Hold) Confirm(ctx context.Context, opts ConfirmOptions) (*Confirmation, error) {
+	return h.client.Confirm(ctx, h, opts)
+}
+
+// Status reports the hold's resources, with Owned set for those this hold
+// still owns. Diagnostic only.
+func (h *Hold) Status(ctx context.Context) ([]ResourceStatus, error) {
+	return h.client.status(ctx, h.Namespace, h.Partition, h.IDs, h.tokenValue())
+}

@@ -1,0 +1,371 @@
+package holdfast
+
+// Transport mechanics that a real daemon cannot be made to show on demand
+// (answers out of order, answers that never come, a frame with id 0) are
+// checked against a scripted peer on a Unix socket. Daemon behaviour is
+// tested in live_test.go against a real holdfastd.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	pb "github.com/holdfast/holdfast/clients/go/holdfastpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// peer is a scripted stand-in for the daemon's socket. handle runs on the
+// connection's read goroutine for each request; it may answer later through
+// send.
+type peer struct {
+	t      *testing.T
+	path   string
+	ln     net.Listener
+	handle func(p *peer, nc net.Conn, req *pb.Request)
+
+	mu    sync.Mutex
+	conns []net.Conn
+	wmu   sync.Mutex
+}
+
+func newPeer(t *testing.T, handle func(p *peer, nc net.Conn, req *pb.Request)) *peer {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "hf.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &peer{t: t, path: path, ln: ln, handle: handle}
+	go p.accept()
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *peer) accept() {
+	for {
+		nc, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, nc)
+		p.mu.Unlock()
+		go func() {
+			for {
+				body, err := readFrame(nc, 1<<20)
+				if err != nil {
+					return
+				}
+				req := &pb.Request{}
+				if err := proto.Unmarshal(body, req); err != nil {
+					return
+				}
+				p.handle(p, nc, req)
+			}
+		}()
+	}
+}
+
+func (p *peer) send(nc net.Conn, resp *pb.Response) {
+	frame, err := encodeFrame(resp, 0)
+	if err != nil {
+		p.t.Error(err)
+		return
+	}
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	_, _ = nc.Write(frame)
+}
+
+// dropConns closes every accepted connection, as a daemon restart would.
+func (p *peer) dropConns() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, nc := range p.conns {
+		_ = nc.Close()
+	}
+	p.conns = nil
+}
+
+func (p *peer) stop() {
+	_ = p.ln.Close()
+	p.dropConns()
+}
+
+func okHealth(req *pb.Request) *pb.Response {
+	return &pb.Response{Id: req.GetId(), CorrelationId: req.GetCorrelationId(), Code: CodeOK,
+		Result: &pb.Response_Health{Health: &pb.HealthResponse{Live: true, Ready: true, Version: req.GetCorrelationId()}}}
+}
+
+func TestResponsesOutOfOrderReachTheirCallers(t *testing.T) {
+	const n = 8
+	var mu sync.Mutex
+	var held []*pb.Request
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) {
+		mu.Lock()
+		held = append(held, req)
+		ready := len(held) == n
+		mu.Unlock()
+		if ready { // answer all of them, newest first
+			for i := n - 1; i >= 0; i-- {
+				p.send(nc, okHealth(held[i]))
+			}
+		}
+	})
+	c := New(p.path)
+	defer c.Close()
+
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			corr := fmt.Sprintf("caller-%d", i)
+			ctx, cancel := context.WithTimeout(WithCorrelationID(context.Background(), corr), 5*time.Second)
+			defer cancel()
+			h, err := c.Health(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			if h.GetVersion() != corr { // the peer echoes the correlation id here
+				errs <- fmt.Errorf("caller %s got the answer for %s", corr, h.GetVersion())
+			}
+		}(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestDeadlineIsSentAndEnforcedLocally(t *testing.T) {
+	gotTimeout := make(chan uint32, 4)
+	var silent sync.Once
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) {
+		first := false
+		silent.Do(func() { first = true })
+		if first { // never answer the first request in time
+			gotTimeout <- req.GetTimeoutMs()
+			go func() { time.Sleep(300 * time.Millisecond); p.send(nc, okHealth(req)) }()
+			return
+		}
+		p.send(nc, okHealth(req))
+	})
+	c := New(p.path)
+	defer c.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	_, err := c.Health(ctx)
+	if !errors.Is(err, ErrDeadlineExceeded) || !IsDeadlineExceeded(err) {
+		t.Fatalf("want ErrDeadlineExceeded, got %v", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("error should also match context.DeadlineExceeded: %v", err)
+	}
+	if ms := <-gotTimeout; ms == 0 || ms > 150 {
+		t.Fatalf("timeout_ms sent = %d, want 1..150", ms)
+	}
+
+	// The late answer to the abandoned request must not reach the next call.
+	time.Sleep(350 * time.Millisecond)
+	ctx2 := WithCorrelationID(context.Background(), "second")
+	h, err := c.Health(ctx2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.GetVersion() != "second" {
+		t.Fatalf("second call got a stale answer for %q", h.GetVersion())
+	}
+}
+
+func TestExpiredContextSendsNothing(t *testing.T) {
+	sent := make(chan struct{}, 1)
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) { sent <- struct{}{} })
+	c := New(p.path)
+	defer c.Close()
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := c.Hold(ctx, "seat", "p", []string{"A1"}, 0); !IsDeadlineExceeded(err) {
+		t.Fatalf("want deadline exceeded, got %v", err)
+	}
+	select {
+	case <-sent:
+		t.Fatal("a request with an expired deadline was sent")
+	default:
+	}
+}
+
+func TestCancelledContextIsNotADeadline(t *testing.T) {
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) {}) // never answers
+	c := New(p.path)
+	defer c.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	_, err := c.Health(ctx)
+	if !errors.Is(err, context.Canceled) || IsDeadlineExceeded(err) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+}
+
+func TestConnectionLossFailsInFlightAndNextCallReconnects(t *testing.T) {
+	var calls sync.Mutex
+	n := 0
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) {
+		calls.Lock()
+		n++
+		first := n == 1
+		calls.Unlock()
+		if first {
+			p.dropConns() // "daemon restarted" with this request in flight
+			return
+		}
+		p.send(nc, okHealth(req))
+	})
+	c := New(p.path)
+	defer c.Close()
+
+	_, err := c.Health(context.Background())
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("want ErrUnavailable for the request in flight, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "outcome is unknown") {
+		t.Fatalf("error should say the outcome is unknown: %v", err)
+	}
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Fatalf("call after reconnect: %v", err)
+	}
+}
+
+func TestDaemonDownWaitsUntilDeadlineThenUnavailable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nobody.sock")
+	c := New(path)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := c.Health(ctx)
+	if !IsUnavailable(err) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("want ErrUnavailable naming the socket, got %v", err)
+	}
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	if _, err := Dial(ctx2, path); !IsUnavailable(err) {
+		t.Fatalf("Dial: want ErrUnavailable, got %v", err)
+	}
+}
+
+func TestFrameWithIDZeroFailsTheConnection(t *testing.T) {
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) {
+		p.send(nc, &pb.Response{Code: CodeInvalidArgument, Message: "undecodable request frame"})
+		_ = nc.Close()
+	})
+	c := New(p.path)
+	defer c.Close()
+	_, err := c.Health(context.Background())
+	if CodeOf(err) != CodeUnavailable || !strings.Contains(err.Error(), "undecodable request frame") {
+		t.Fatalf("want unavailable carrying the daemon's reason, got %v", err)
+	}
+}
+
+func TestOversizedRequestFailsLocally(t *testing.T) {
+	sent := make(chan struct{}, 1)
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) { sent <- struct{}{} })
+	c := New(p.path, WithMaxFrameBytes(128))
+	defer c.Close()
+	ids := make([]string, 64)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("resource-%03d", i)
+	}
+	_, err := c.Hold(context.Background(), "seat", "p", ids, 0)
+	if !errors.Is(err, ErrResourceExhausted) {
+		t.Fatalf("want ErrResourceExhausted, got %v", err)
+	}
+	select {
+	case <-sent:
+		t.Fatal("oversized request reached the socket")
+	default:
+	}
+}
+
+func TestErrorResponseMapsToError(t *testing.T) {
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) {
+		p.send(nc, &pb.Response{Id: req.GetId(), CorrelationId: req.GetCorrelationId(),
+			Code: CodeHeldByAnother, Message: "resource E8 is held by another token",
+			Error: &pb.ErrorDetail{ResourceId: "E8"}})
+	})
+	c := New(p.path)
+	defer c.Close()
+	ctx := WithCorrelationID(context.Background(), "trace-1")
+	_, err := c.Hold(ctx, "seat", "run-1", []string{"E7", "E8"}, time.Minute)
+	var he *Error
+	if !errors.As(err, &he) {
+		t.Fatalf("want *Error, got %T %v", err, err)
+	}
+	if !errors.Is(err, ErrHeldByAnother) || !IsHeldByAnother(err) || errors.Is(err, ErrNotHeld) {
+		t.Fatalf("code matching is wrong for %v", err)
+	}
+	if he.ResourceID != "E8" || ResourceOf(err) != "E8" || he.CorrelationID != "trace-1" || he.Op != "hold" {
+		t.Fatalf("detail lost: %+v", he)
+	}
+}
+
+func TestCloseFailsInFlightAndLaterCalls(t *testing.T) {
+	got := make(chan struct{}, 1)
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) { got <- struct{}{} }) // never answers
+	c := New(p.path)
+	done := make(chan error, 1)
+	go func() { _, err := c.Health(context.Background()); done <- err }()
+	<-got
+	c.Close()
+	if err := <-done; !errors.Is(err, ErrClosed) {
+		t.Fatalf("in-flight call: want ErrClosed, got %v", err)
+	}
+	if _, err := c.Hold(context.Background(), "seat", "p", []string{"A1"}, 0); !errors.Is(err, ErrClosed) {
+		t.Fatalf("call after Close: want ErrClosed, got %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+func TestHoldNeverPrintsItsToken(t *testing.T) {
+	const token = "1764412345678901.q83vEjRWeJCrze8SNFZ4kA"
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) {
+		p.send(nc, &pb.Response{Id: req.GetId(), Code: CodeOK,
+			Result: &pb.Response_Hold{Hold: &pb.HoldResponse{Token: token, Fence: 1764412345678901, TtlMs: 60000}}})
+	})
+	c := New(p.path)
+	defer c.Close()
+	h, err := c.Hold(context.Background(), "seat", "run-1", []string{"E7"}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Token() != token || h.Fence != 1764412345678901 || h.TTL != time.Minute {
+		t.Fatalf("hold fields wrong: %v", h)
+	}
+	var logBuf bytes.Buffer
+	slog.New(slog.NewTextHandler(&logBuf, nil)).Info("held", "hold", h)
+	slog.New(slog.NewJSONHandler(&logBuf, nil)).Info("held", "hold", h)
+	for _, s := range []string{
+		h.String(), fmt.Sprint(h), fmt.Sprintf("%v %+v %#v %s", h, h, h, h),
+		fmt.Sprintf("%v %+v %#v", *h, *h, *h), logBuf.String(),
+	} {
+		if strings.Contains(s, token) || strings.Contains(s, "q83vEjRWeJCrze8SNFZ4kA") {
+			t.Fatalf("token leaked into %q", s)
+		}
+	}
+	if !strings.Contains(h.String(), "E7") {
+		t.Fatalf("String should still describe the hold: %q", h.String())
+	}
+}

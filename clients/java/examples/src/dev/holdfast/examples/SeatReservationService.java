@@ -1,0 +1,134 @@
+package dev.holdfast.examples;
+
+import dev.holdfast.client.CallOptions;
+import dev.holdfast.client.ConfirmOptions;
+import dev.holdfast.client.Confirmation;
+import dev.holdfast.client.Hold;
+import dev.holdfast.client.HoldfastClient;
+import dev.holdfast.client.HoldfastException;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * How a Spring application would wrap the client. In a real app this class carries
+ * {@code @Service}, and the client is a singleton bean closed with the context:
+ *
+ * <pre>{@code
+ * @Configuration
+ * class HoldfastConfig {
+ *   @Bean(destroyMethod = "close")
+ *   HoldfastClient holdfastClient(@Value("${holdfast.socket}") Path socket) {
+ *     return HoldfastClient.builder(socket).defaultTimeout(Duration.ofSeconds(2)).build();
+ *   }
+ * }
+ * }</pre>
+ *
+ * No Spring dependency is needed to read or run it: the annotations are left as comments.
+ */
+// @Service
+public class SeatReservationService {
+  static final String NAMESPACE = "seat";
+  static final Duration HOLD_TTL = Duration.ofSeconds(3);
+
+  /** The payment step; charges are keyed by order id so a retry never charges twice. */
+  public interface Payments {
+    void charge(String orderId) throws Exception;
+
+    void refund(String orderId);
+  }
+
+  /** What the checkout page shows. */
+  public sealed interface Booking {
+    record Confirmed(Confirmation confirmation) implements Booking {}
+
+    /** Another shopper holds a seat right now; try again shortly or pick others. */
+    record SeatTaken(String seat) implements Booking {}
+
+    /** A seat is sold. */
+    record SoldOut(String seat) implements Booking {}
+
+    /** The hold expired (payment took too long); nothing was sold or charged. */
+    record Expired() implements Booking {}
+  }
+
+  private final HoldfastClient holdfast;
+  private final Payments payments;
+  private final ScheduledExecutorService keepAlive =
+      Executors.newSingleThreadScheduledExecutor(
+          r -> {
+            Thread t = new Thread(r, "hold-keepalive");
+            t.setDaemon(true);
+            return t;
+          });
+
+  // @Autowired (constructor injection)
+  public SeatReservationService(HoldfastClient holdfast, Payments payments) {
+    this.holdfast = holdfast;
+    this.payments = payments;
+  }
+
+  /**
+   * Holds all seats or none, keeps the hold alive while the customer pays, then confirms with the
+   * order id as idempotency key. The hold is released on every path that does not confirm.
+   */
+  public Booking book(String run, List<String> seats, String orderId, String customerId)
+      throws Exception {
+    CallOptions trace = CallOptions.defaults().withCorrelationId(orderId);
+    try (Hold hold = holdfast.hold(NAMESPACE, run, seats, HOLD_TTL, trace)) {
+      ScheduledFuture<?> extender =
+          keepAlive.scheduleAtFixedRate(
+              () -> hold.extendAsync(HOLD_TTL, trace), // a failure shows up at confirm as HoldLost
+              HOLD_TTL.toMillis() / 3,
+              HOLD_TTL.toMillis() / 3,
+              TimeUnit.MILLISECONDS);
+      try {
+        payments.charge(orderId);
+      } finally {
+        extender.cancel(false);
+      }
+      try {
+        return new Booking.Confirmed(confirm(hold, orderId, customerId, trace));
+      } catch (HoldfastException e) {
+        if (e.isRetryable()) {
+          // Outcome unknown: the sale may have committed. Keep the charge; a later retry
+          // with the same order id answers the stored result.
+          throw e;
+        }
+        payments.refund(orderId); // a definite "no": nothing was claimed
+        if (e instanceof HoldfastException.Conflict) {
+          return new Booking.SeatTaken(e.getResourceId());
+        }
+        if (e instanceof HoldfastException.HoldLost) {
+          return new Booking.Expired();
+        }
+        throw e;
+      }
+    } catch (HoldfastException.HeldByAnother e) {
+      return new Booking.SeatTaken(e.getResourceId());
+    } catch (HoldfastException.Confirmed e) {
+      return new Booking.SoldOut(e.getResourceId());
+    }
+  }
+
+  /**
+   * Retries an unknown outcome with the same key: the daemon answers a replay, never a double sale.
+   */
+  private Confirmation confirm(Hold hold, String orderId, String customerId, CallOptions trace)
+      throws InterruptedException {
+    ConfirmOptions opts = ConfirmOptions.of(orderId, customerId);
+    for (int attempt = 1; ; attempt++) {
+      try {
+        return hold.confirm(opts, trace.withTimeout(Duration.ofSeconds(3)));
+      } catch (HoldfastException e) {
+        if (!e.isRetryable() || attempt == 3) {
+          throw e;
+        }
+        Thread.sleep(200L * attempt);
+      }
+    }
+  }
+}

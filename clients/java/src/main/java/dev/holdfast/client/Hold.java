@@ -1,0 +1,173 @@
+package dev.holdfast.client;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * A granted hold on one or more resources of one partition.
+ *
+ * <p>Closing it releases it, so try-with-resources gives the resources back whatever happens in the
+ * block; after a successful {@link #confirm} or {@link #release} closing does nothing. An expired
+ * hold closes quietly. The hold's token is a secret: {@link #toString()} never shows it.
+ *
+ * <pre>{@code
+ * try (Hold hold = client.hold("seat", run, List.of("E7", "E8", "E9"), Duration.ofMinutes(2))) {
+ *   charge(customer);
+ *   hold.confirm(ConfirmOptions.of(orderId, customerId));
+ * } // released here if the charge failed
+ * }</pre>
+ */
+public final class Hold implements AutoCloseable {
+  private final HoldfastClient client;
+  private final String namespace;
+  private final String partition;
+  private final List<String> ids;
+  private final String token;
+  private final long fence;
+  private final Duration ttl;
+  private final boolean degraded;
+  private final AtomicBoolean finished = new AtomicBoolean();
+
+  Hold(
+      HoldfastClient client,
+      String namespace,
+      String partition,
+      List<String> ids,
+      String token,
+      long fence,
+      Duration ttl,
+      boolean degraded) {
+    this.client = client;
+    this.namespace = namespace;
+    this.partition = partition;
+    this.ids = ids;
+    this.token = token;
+    this.fence = fence;
+    this.ttl = ttl;
+    this.degraded = degraded;
+  }
+
+  public String namespace() {
+    return namespace;
+  }
+
+  public String partition() {
+    return partition;
+  }
+
+  public List<String> ids() {
+    return ids;
+  }
+
+  /**
+   * The fencing number of this hold: it rises with every grant in the partition, so a store can
+   * refuse writes from an older holder. Unsigned; see {@link Long#toUnsignedString(long)}.
+   */
+  public long fence() {
+    return fence;
+  }
+
+  /** The TTL applied at grant (zero for a {@linkplain HoldfastClient#resume resumed} hold). */
+  public Duration ttl() {
+    return ttl;
+  }
+
+  /**
+   * True when the namespace's best_effort policy answered without Redis: nothing is actually held.
+   * Never set for fail_closed namespaces.
+   */
+  public boolean degraded() {
+    return degraded;
+  }
+
+  /**
+   * The secret proof of ownership, for handing the hold to another process ({@link
+   * HoldfastClient#resume}). Keep it out of logs, URLs and error messages.
+   */
+  public String token() {
+    return token;
+  }
+
+  public CompletableFuture<Duration> extendAsync(Duration ttl, CallOptions opts) {
+    return client.extendAsync(this, ttl, opts);
+  }
+
+  /** Sets the remaining TTL to {@code ttl} from now and returns the TTL applied. */
+  public Duration extend(Duration ttl) {
+    return HoldfastClient.await(extendAsync(ttl, null));
+  }
+
+  public Duration extend(Duration ttl, CallOptions opts) {
+    return HoldfastClient.await(extendAsync(ttl, opts));
+  }
+
+  public CompletableFuture<Integer> releaseAsync(CallOptions opts) {
+    return client.releaseAsync(this, opts).thenApply(this::markFinished);
+  }
+
+  /** Releases the hold; returns how many resources were released. */
+  public int release() {
+    return HoldfastClient.await(releaseAsync(null));
+  }
+
+  public CompletableFuture<Confirmation> confirmAsync(ConfirmOptions confirm, CallOptions opts) {
+    return client.confirmAsync(this, confirm, opts).thenApply(this::markFinished);
+  }
+
+  /** See {@link HoldfastClient#confirmAsync}. */
+  public Confirmation confirm(ConfirmOptions confirm) {
+    return HoldfastClient.await(confirmAsync(confirm, null));
+  }
+
+  public Confirmation confirm(ConfirmOptions confirm, CallOptions opts) {
+    return HoldfastClient.await(confirmAsync(confirm, opts));
+  }
+
+  /** This hold's resources, with {@code owned} set where this token still holds them. */
+  public List<ResourceStatus> status() {
+    return HoldfastClient.await(client.statusAsync(namespace, partition, ids, token, null));
+  }
+
+  /**
+   * Releases the hold unless it was already released or confirmed. A hold that expired (even if
+   * someone else holds the resources now), or a client already closed, is not an error here; other
+   * failures are thrown (the hold then expires with its TTL).
+   */
+  @Override
+  public void close() {
+    if (finished.get()) {
+      return;
+    }
+    try {
+      release();
+    } catch (HoldfastException.NotHeld
+        | HoldfastException.HeldByAnother
+        | HoldfastException.ClientClosed e) {
+      // Already gone (expired, or taken over after expiry): nothing left to give back.
+      finished.set(true);
+    }
+  }
+
+  private <T> T markFinished(T value) {
+    finished.set(true);
+    return value;
+  }
+
+  /** Describes the hold without its token. */
+  @Override
+  public String toString() {
+    return "Hold{"
+        + namespace
+        + "/"
+        + partition
+        + ids
+        + " fence="
+        + Long.toUnsignedString(fence)
+        + " ttl="
+        + ttl
+        + (degraded ? " degraded" : "")
+        + "}";
+  }
+}

@@ -1,0 +1,713 @@
+package dev.holdfast.client;
+
+import com.google.protobuf.ByteString;
+import dev.holdfast.v1.CancelRequest;
+import dev.holdfast.v1.Code;
+import dev.holdfast.v1.ConfirmRequest;
+import dev.holdfast.v1.ExtendRequest;
+import dev.holdfast.v1.HealthRequest;
+import dev.holdfast.v1.HealthResponse;
+import dev.holdfast.v1.HoldRequest;
+import dev.holdfast.v1.MetricsRequest;
+import dev.holdfast.v1.ReleaseRequest;
+import dev.holdfast.v1.Request;
+import dev.holdfast.v1.Response;
+import dev.holdfast.v1.StatusRequest;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.ForkJoinPool;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Client for holdfastd over its Unix socket.
+ *
+ * <p>One client holds one connection and multiplexes any number of concurrent calls over it: each
+ * request carries an id, a reader thread matches responses to callers, and answers may arrive in
+ * any order. Every call has a deadline ({@link CallOptions}, or the client's default) that is sent
+ * to the daemon and enforced locally. When the daemon restarts, calls in flight fail with {@link
+ * HoldfastException.Unavailable} ("outcome unknown") and the next call connects again, waiting for
+ * the daemon until its deadline.
+ *
+ * <p>Each operation comes as {@code xxxAsync(...)} returning a {@link CompletableFuture} (failed
+ * with a {@link HoldfastException}) and as a blocking {@code xxx(...)} that throws it. Futures
+ * complete on the callback executor (default: the common pool), never on the reader thread.
+ *
+ * <pre>{@code
+ * try (HoldfastClient client = HoldfastClient.connect(Path.of("/run/holdfast/holdfast.sock"));
+ *      Hold hold = client.hold("seat", "run-2026-12-01-KTX101", List.of("E7", "E8"),
+ *                              Duration.ofMinutes(2))) {
+ *   hold.confirm(ConfirmOptions.of(orderId, customerId));
+ * } catch (HoldfastException.HeldByAnother e) {
+ *   // seat e.getResourceId() is taken
+ * }
+ * }</pre>
+ *
+ * <p>The client is thread-safe; share one per process. Closing it does not release holds: they
+ * expire with their TTL.
+ */
+public final class HoldfastClient implements AutoCloseable {
+  /** Default deadline for calls without one. */
+  public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
+
+  /** The daemon's default {@code limits.max_frame_bytes}. */
+  public static final int DEFAULT_MAX_FRAME_BYTES = 64 * 1024;
+
+  private static final int MAX_READ_BYTES = 16 * 1024 * 1024; // metrics can be large; still bounded
+  private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+  private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+  private static final SecureRandom RANDOM = new SecureRandom();
+
+  private final Path socketPath;
+  private final Duration defaultTimeout;
+  private final int maxFrameBytes;
+  private final Executor callbacks;
+  private final ScheduledThreadPoolExecutor timer;
+  private final AtomicLong nextId = new AtomicLong();
+
+  private Connection connection; // guarded by this
+  private boolean closed; // guarded by this
+
+  private HoldfastClient(Builder b) {
+    this.socketPath = b.socketPath;
+    this.defaultTimeout = b.defaultTimeout;
+    this.maxFrameBytes = b.maxFrameBytes;
+    this.callbacks = b.callbackExecutor;
+    this.timer =
+        new ScheduledThreadPoolExecutor(
+            1,
+            r -> {
+              Thread t = new Thread(r, "holdfast-timer " + b.socketPath);
+              t.setDaemon(true);
+              return t;
+            });
+    this.timer.setRemoveOnCancelPolicy(true); // cancelled deadlines do not pile up
+  }
+
+  /** A builder for a client of the daemon listening on {@code socketPath}. */
+  public static Builder builder(Path socketPath) {
+    return new Builder(socketPath);
+  }
+
+  /** Connects to the daemon with default settings; see {@link Builder#connect()}. */
+  public static HoldfastClient connect(Path socketPath) {
+    return builder(socketPath).connect();
+  }
+
+  /** Settings for a {@link HoldfastClient}. */
+  public static final class Builder {
+    private final Path socketPath;
+    private Duration defaultTimeout = DEFAULT_TIMEOUT;
+    private int maxFrameBytes = DEFAULT_MAX_FRAME_BYTES;
+    private Executor callbackExecutor = ForkJoinPool.commonPool();
+
+    private Builder(Path socketPath) {
+      this.socketPath = Objects.requireNonNull(socketPath, "socketPath");
+    }
+
+    /** Deadline for calls whose {@link CallOptions} set none (default 5 s). */
+    public Builder defaultTimeout(Duration timeout) {
+      if (timeout.isNegative() || timeout.isZero()) {
+        throw new IllegalArgumentException("timeout must be positive: " + timeout);
+      }
+      this.defaultTimeout = timeout;
+      return this;
+    }
+
+    /**
+     * Largest request the client sends (default 64 KiB). Keep it at or below the daemon's {@code
+     * limits.max_frame_bytes}: the daemon drops a connection that exceeds it.
+     */
+    public Builder maxFrameBytes(int bytes) {
+      if (bytes <= 0) {
+        throw new IllegalArgumentException("maxFrameBytes must be positive");
+      }
+      this.maxFrameBytes = bytes;
+      return this;
+    }
+
+    /** Where futures complete and their callbacks run (default: the common pool). */
+    public Builder callbackExecutor(Executor executor) {
+      this.callbackExecutor = Objects.requireNonNull(executor);
+      return this;
+    }
+
+    /** A client that connects on its first call. */
+    public HoldfastClient build() {
+      return new HoldfastClient(this);
+    }
+
+    /**
+     * A connected client: waits for the daemon's socket up to the default timeout, then throws
+     * {@link HoldfastException.Unavailable}.
+     */
+    public HoldfastClient connect() {
+      HoldfastClient c = build();
+      try {
+        c.awaitConnection(c.defaultTimeout);
+        return c;
+      } catch (RuntimeException e) {
+        c.close();
+        throw e;
+      }
+    }
+  }
+
+  public Path socketPath() {
+    return socketPath;
+  }
+
+  // ---- operations ---------------------------------------------------------------------------
+
+  /**
+   * Takes an expiring hold on {@code ids} of one partition, all or nothing. A {@code null} or zero
+   * {@code ttl} means the namespace's default.
+   *
+   * <p>Fails with {@link HoldfastException.HeldByAnother} (getResourceId names the resource),
+   * {@link HoldfastException.Confirmed} (already sold), {@link HoldfastException.InvalidArgument},
+   * {@link HoldfastException.Unavailable} or {@link HoldfastException.DeadlineExceeded}.
+   */
+  public CompletableFuture<Hold> holdAsync(
+      String namespace, String partition, List<String> ids, Duration ttl, CallOptions opts) {
+    List<String> idList = List.copyOf(ids);
+    Request.Builder req =
+        Request.newBuilder()
+            .setHold(
+                HoldRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllIds(idList)
+                    .setTtlMs(ttlMs(ttl)));
+    return call("hold", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasHold()) {
+                throw HoldfastException.malformed("hold", r);
+              }
+              return new Hold(
+                  this,
+                  namespace,
+                  partition,
+                  idList,
+                  r.getHold().getToken(),
+                  r.getHold().getFence(),
+                  Duration.ofMillis(Integer.toUnsignedLong(r.getHold().getTtlMs())),
+                  r.getDegraded());
+            });
+  }
+
+  public Hold hold(String namespace, String partition, List<String> ids, Duration ttl) {
+    return await(holdAsync(namespace, partition, ids, ttl, null));
+  }
+
+  public Hold hold(
+      String namespace, String partition, List<String> ids, Duration ttl, CallOptions opts) {
+    return await(holdAsync(namespace, partition, ids, ttl, opts));
+  }
+
+  /**
+   * Rebuilds a hold from its token, for a process that resumes a hold taken elsewhere. Nothing is
+   * sent; the fence and TTL are unknown (zero).
+   */
+  public Hold resume(String namespace, String partition, List<String> ids, String token) {
+    return new Hold(this, namespace, partition, List.copyOf(ids), token, 0, Duration.ZERO, false);
+  }
+
+  /**
+   * Sets the hold's remaining TTL to {@code ttl} from now (null or zero: the namespace default) and
+   * returns the TTL applied. Fails with {@link HoldfastException.NotHeld} when it expired.
+   */
+  public CompletableFuture<Duration> extendAsync(Hold hold, Duration ttl, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setExtend(
+                ExtendRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllIds(hold.ids())
+                    .setToken(hold.token())
+                    .setTtlMs(ttlMs(ttl)));
+    return call("extend", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasExtend()) {
+                throw HoldfastException.malformed("extend", r);
+              }
+              return Duration.ofMillis(Integer.toUnsignedLong(r.getExtend().getTtlMs()));
+            });
+  }
+
+  public Duration extend(Hold hold, Duration ttl) {
+    return await(extendAsync(hold, ttl, null));
+  }
+
+  public Duration extend(Hold hold, Duration ttl, CallOptions opts) {
+    return await(extendAsync(hold, ttl, opts));
+  }
+
+  /** Releases the hold; returns how many resources it released. */
+  public CompletableFuture<Integer> releaseAsync(Hold hold, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setRelease(
+                ReleaseRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllIds(hold.ids())
+                    .setToken(hold.token()));
+    return call("release", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasRelease()) {
+                throw HoldfastException.malformed("release", r);
+              }
+              return r.getRelease().getReleased();
+            });
+  }
+
+  public int release(Hold hold) {
+    return await(releaseAsync(hold, null));
+  }
+
+  public int release(Hold hold, CallOptions opts) {
+    return await(releaseAsync(hold, opts));
+  }
+
+  /**
+   * Turns the hold into a durable claim in PostgreSQL. Safe to retry with the same idempotency key
+   * when the outcome is unknown ({@link HoldfastException#isRetryable()}): a confirm that already
+   * committed answers again with {@link Confirmation#replayed()} set.
+   *
+   * <p>Fails with {@link HoldfastException.Conflict} (someone else claimed a resource; nothing was
+   * claimed), {@link HoldfastException.HoldLost}, {@link HoldfastException.Stale} or {@link
+   * HoldfastException.IdempotencyMismatch}.
+   */
+  public CompletableFuture<Confirmation> confirmAsync(
+      Hold hold, ConfirmOptions confirm, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setConfirm(
+                ConfirmRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllIds(hold.ids())
+                    .setToken(hold.token())
+                    .setIdempotencyKey(confirm.idempotencyKey())
+                    .setReference(confirm.reference())
+                    .setPayload(ByteString.copyFrom(confirm.payload())));
+    return call("confirm", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasConfirm()) {
+                throw HoldfastException.malformed("confirm", r);
+              }
+              var c = r.getConfirm();
+              List<Confirmation.Claim> claims =
+                  c.getClaimsList().stream()
+                      .map(
+                          cl ->
+                              new Confirmation.Claim(
+                                  cl.getResourceId(),
+                                  cl.getFence(),
+                                  cl.getReference(),
+                                  Instant.ofEpochMilli(cl.getConfirmedAtUnixMs())))
+                      .toList();
+              return new Confirmation(c.getFence(), claims, c.getReplayed());
+            });
+  }
+
+  public Confirmation confirm(Hold hold, ConfirmOptions confirm) {
+    return await(confirmAsync(hold, confirm, null));
+  }
+
+  public Confirmation confirm(Hold hold, ConfirmOptions confirm, CallOptions opts) {
+    return await(confirmAsync(hold, confirm, opts));
+  }
+
+  /** Removes confirmed claims so the resources can be held and sold again. */
+  public CompletableFuture<CancelResult> cancelAsync(
+      String namespace,
+      String partition,
+      List<String> ids,
+      String idempotencyKey,
+      String reference,
+      CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setCancel(
+                CancelRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllIds(ids)
+                    .setIdempotencyKey(idempotencyKey)
+                    .setReference(reference == null ? "" : reference));
+    return call("cancel", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasCancel()) {
+                throw HoldfastException.malformed("cancel", r);
+              }
+              return new CancelResult(r.getCancel().getCancelled(), r.getCancel().getReplayed());
+            });
+  }
+
+  public CancelResult cancel(
+      String namespace,
+      String partition,
+      List<String> ids,
+      String idempotencyKey,
+      String reference) {
+    return await(cancelAsync(namespace, partition, ids, idempotencyKey, reference, null));
+  }
+
+  public CancelResult cancel(
+      String namespace,
+      String partition,
+      List<String> ids,
+      String idempotencyKey,
+      String reference,
+      CallOptions opts) {
+    return await(cancelAsync(namespace, partition, ids, idempotencyKey, reference, opts));
+  }
+
+  /**
+   * Reports the state of resources. Diagnostic only: the answer may be stale on arrival and grants
+   * nothing.
+   */
+  public CompletableFuture<List<ResourceStatus>> statusAsync(
+      String namespace, String partition, List<String> ids, CallOptions opts) {
+    return statusAsync(namespace, partition, ids, "", opts);
+  }
+
+  public List<ResourceStatus> status(String namespace, String partition, List<String> ids) {
+    return await(statusAsync(namespace, partition, ids, null));
+  }
+
+  public List<ResourceStatus> status(
+      String namespace, String partition, List<String> ids, CallOptions opts) {
+    return await(statusAsync(namespace, partition, ids, opts));
+  }
+
+  CompletableFuture<List<ResourceStatus>> statusAsync(
+      String namespace, String partition, List<String> ids, String token, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setStatus(
+                StatusRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllIds(ids)
+                    .setToken(token));
+    return call("status", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasStatus()) {
+                throw HoldfastException.malformed("status", r);
+              }
+              return r.getStatus().getResourcesList().stream()
+                  .map(
+                      s ->
+                          new ResourceStatus(
+                              s.getId(),
+                              s.getState(),
+                              Duration.ofMillis(s.getTtlMs()),
+                              s.getOwned()))
+                  .toList();
+            });
+  }
+
+  /** Asks whether the daemon is live and ready (Redis up, scripts loaded, not draining). */
+  public CompletableFuture<HealthResponse> healthAsync(CallOptions opts) {
+    return call("health", Request.newBuilder().setHealth(HealthRequest.getDefaultInstance()), opts)
+        .thenApply(
+            r -> {
+              if (!r.hasHealth()) {
+                throw HoldfastException.malformed("health", r);
+              }
+              return r.getHealth();
+            });
+  }
+
+  public HealthResponse health() {
+    return await(healthAsync(null));
+  }
+
+  public HealthResponse health(CallOptions opts) {
+    return await(healthAsync(opts));
+  }
+
+  /** The daemon's counters in Prometheus text format. */
+  public CompletableFuture<String> metricsAsync(CallOptions opts) {
+    return call(
+            "metrics", Request.newBuilder().setMetrics(MetricsRequest.getDefaultInstance()), opts)
+        .thenApply(
+            r -> {
+              if (!r.hasMetrics()) {
+                throw HoldfastException.malformed("metrics", r);
+              }
+              return r.getMetrics().getText();
+            });
+  }
+
+  public String metrics() {
+    return await(metricsAsync(null));
+  }
+
+  public String metrics(CallOptions opts) {
+    return await(metricsAsync(opts));
+  }
+
+  /**
+   * Closes the connection. Calls in flight and later calls fail with {@link
+   * HoldfastException.ClientClosed}. Holds are not released: they expire with their TTL.
+   */
+  @Override
+  public void close() {
+    Connection c;
+    synchronized (this) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      c = connection;
+      connection = null;
+    }
+    if (c != null) {
+      c.fail(new HoldfastException.ClientClosed(""));
+    }
+    // Pending reconnect attempts still run once and then see the client closed.
+    timer.shutdown();
+  }
+
+  // ---- transport ----------------------------------------------------------------------------
+
+  /** Waits for the blocking variant: rethrows the HoldfastException the future failed with. */
+  static <T> T await(CompletableFuture<T> f) {
+    try {
+      return f.get();
+    } catch (ExecutionException e) {
+      throw unwrap(e.getCause());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw HoldfastException.of(
+          Code.CODE_UNSPECIFIED, "", "interrupted while waiting for holdfastd", "", e);
+    }
+  }
+
+  private static RuntimeException unwrap(Throwable t) {
+    while (t instanceof CompletionException && t.getCause() != null) {
+      t = t.getCause();
+    }
+    if (t instanceof RuntimeException re) {
+      return re;
+    }
+    if (t instanceof Error err) {
+      throw err;
+    }
+    return new IllegalStateException(t);
+  }
+
+  private CompletableFuture<Response> call(String op, Request.Builder req, CallOptions opts) {
+    CallOptions o = opts == null ? CallOptions.defaults() : opts;
+    Duration timeout = o.timeout() != null ? o.timeout() : defaultTimeout;
+    String corr =
+        o.correlationId() != null && !o.correlationId().isEmpty()
+            ? o.correlationId()
+            : newCorrelationId();
+    req.setCorrelationId(corr);
+    long deadline = System.nanoTime() + saturatedNanos(timeout);
+    Call call = new Call(op, corr, req, deadline, callbacks);
+    attempt(call, false, MIN_BACKOFF_NANOS, null);
+    return call.future;
+  }
+
+  /**
+   * Sends {@code call} on the live connection, dialing (with backoff while the daemon is down)
+   * until the deadline. {@code resent} marks the one resend allowed after a failed write.
+   */
+  private void attempt(Call call, boolean resent, long backoffNanos, IOException lastDialError) {
+    if (call.future.isDone()) {
+      return;
+    }
+    long left = call.deadlineNanos - System.nanoTime();
+    if (left <= 0) {
+      call.fail(
+          lastDialError != null
+              ? unreachable(call, lastDialError)
+              : HoldfastException.of(
+                  Code.CODE_DEADLINE_EXCEEDED,
+                  call.op,
+                  "deadline passed before holdfastd answered",
+                  call.correlationId,
+                  null));
+      return;
+    }
+    Connection conn;
+    try {
+      conn = connection();
+    } catch (HoldfastException.ClientClosed e) {
+      call.fail(new HoldfastException.ClientClosed(call.op));
+      return;
+    } catch (IOException e) {
+      long wait = Math.min(backoffNanos, left);
+      long next = Math.min(backoffNanos * 2, MAX_BACKOFF_NANOS);
+      schedule(call, () -> attempt(call, resent, next, e), wait);
+      return;
+    }
+
+    long id = nextId.incrementAndGet();
+    Request request = call.request.setId(id).setTimeoutMs(timeoutMs(left)).build();
+    ByteBuffer frame;
+    try {
+      frame = Framing.encode(request, maxFrameBytes);
+    } catch (Framing.FrameTooLargeException e) {
+      call.fail(
+          HoldfastException.of(
+              Code.CODE_RESOURCE_EXHAUSTED, call.op, e.getMessage(), call.correlationId, null));
+      return;
+    }
+    Call.Pending p = new Call.Pending(call);
+    Runnable expire =
+        () -> {
+          if (conn.abandon(id, p)) {
+            call.fail(
+                HoldfastException.of(
+                    Code.CODE_DEADLINE_EXCEEDED,
+                    call.op,
+                    "deadline passed before holdfastd answered",
+                    call.correlationId,
+                    null));
+          }
+        };
+    ScheduledFuture<?> timeout = schedule(call, expire, left);
+    if (timeout == null) {
+      return;
+    }
+    p.timeout = timeout; // a response that arrives first cancels it
+    try {
+      conn.send(id, p, frame);
+    } catch (IOException e) {
+      p.finish();
+      if (isClosed()) {
+        call.fail(new HoldfastException.ClientClosed(call.op));
+      } else if (!resent) {
+        // The daemon never acts on an incomplete frame, so one resend on a fresh connection is
+        // safe (the usual case: the daemon restarted while this client sat idle).
+        attempt(call, true, backoffNanos, null);
+      } else {
+        call.fail(
+            HoldfastException.of(
+                Code.CODE_UNAVAILABLE,
+                call.op,
+                "could not send the request",
+                call.correlationId,
+                e));
+      }
+    }
+  }
+
+  /** Schedules {@code task}; a client closed meanwhile fails the call instead (null). */
+  private ScheduledFuture<?> schedule(Call call, Runnable task, long delayNanos) {
+    try {
+      return timer.schedule(task, delayNanos, TimeUnit.NANOSECONDS);
+    } catch (RejectedExecutionException e) {
+      call.fail(new HoldfastException.ClientClosed(call.op));
+      return null;
+    }
+  }
+
+  private HoldfastException unreachable(Call call, IOException cause) {
+    return HoldfastException.of(
+        Code.CODE_UNAVAILABLE,
+        call.op,
+        "cannot reach holdfastd at " + socketPath + ": " + cause,
+        call.correlationId,
+        cause);
+  }
+
+  private synchronized boolean isClosed() {
+    return closed;
+  }
+
+  private synchronized Connection connection() throws IOException {
+    if (closed) {
+      throw new HoldfastException.ClientClosed("");
+    }
+    if (connection == null || !connection.alive()) {
+      connection = null;
+      connection = Connection.open(socketPath, MAX_READ_BYTES);
+    }
+    return connection;
+  }
+
+  /** Blocks until a connection is open or {@code within} passed. */
+  private void awaitConnection(Duration within) {
+    long deadline = System.nanoTime() + saturatedNanos(within);
+    long backoff = MIN_BACKOFF_NANOS;
+    while (true) {
+      try {
+        connection();
+        return;
+      } catch (IOException e) {
+        long left = deadline - System.nanoTime();
+        if (left <= 0) {
+          throw HoldfastException.of(
+              Code.CODE_UNAVAILABLE,
+              "connect",
+              "cannot reach holdfastd at " + socketPath + ": " + e,
+              "",
+              e);
+        }
+        try {
+          TimeUnit.NANOSECONDS.sleep(Math.min(backoff, left));
+        } catch (InterruptedException ie) {
+          Thread.currentThread().interrupt();
+          throw HoldfastException.of(
+              Code.CODE_UNAVAILABLE, "connect", "interrupted while connecting", "", ie);
+        }
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
+      }
+    }
+  }
+
+  private static long saturatedNanos(Duration d) {
+    try {
+      return d.toNanos();
+    } catch (ArithmeticException e) {
+      return Long.MAX_VALUE / 2;
+    }
+  }
+
+  /** Time left as timeout_ms, rounded up so the daemon never gets 0 ("its default"). */
+  static int timeoutMs(long leftNanos) {
+    long ms = leftNanos / 1_000_000 + (leftNanos % 1_000_000 != 0 ? 1 : 0);
+    return (int) Math.max(1, Math.min(ms, 0xFFFF_FFFFL)); // uint32 on the wire
+  }
+
+  static int ttlMs(Duration ttl) {
+    if (ttl == null || ttl.isZero() || ttl.isNegative()) {
+      return 0;
+    }
+    return timeoutMs(saturatedNanos(ttl));
+  }
+
+  static String newCorrelationId() {
+    byte[] b = new byte[8];
+    RANDOM.nextBytes(b);
+    return "java-" + HexFormat.of().formatHex(b);
+  }
+}
