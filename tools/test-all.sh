@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 export PATH="/usr/bin:$PATH" # Debian's python3 carries python3-protobuf and pytest
 
 tools/deps.sh || exit 1
+shopt -s nullglob
 for deps in tools/deps-*.sh; do bash "$deps" || exit 1; done
 tools/build.sh release || exit 1
 tools/build.sh asan || exit 1
