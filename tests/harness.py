@@ -239,6 +239,12 @@ return {
                 return False
         wait_for(ready, timeout=timeout, what="holdfastd to be ready")
 
+    def wait_log(self, text, timeout=5.0):
+        """The daemon writes its log once per loop iteration: a line may land
+        just after the answer it belongs to."""
+        wait_for(lambda: text in self.log_text(), timeout=timeout, what="%r in the log" % text)
+        return self.log_text()
+
     def log_text(self):
         with open(self.log_path, "rb") as f:
             return f.read().decode("utf-8", "replace")

@@ -198,14 +198,13 @@ def test_correlation_id_is_echoed_and_logged(client, daemon):
     assert len(generated.correlation_id) == 16
     bad = client.call(correlation_id="has space", health=pb().HealthRequest())
     assert code_name(bad.code) == "INVALID_ARGUMENT" and bad.error.field == "correlation_id"
-    log = daemon.log_text()
-    assert "cid=trace-abc:123 op=health" in log
+    log = daemon.wait_log("cid=trace-abc:123 op=health")
     assert "has space" not in log
 
 
 def test_log_line_has_the_request_fields(client, daemon):
     r = client.hold("seat", "run-log", ["1", "2"], ttl_ms=1000, correlation_id="log-check")
-    line = [l for l in daemon.log_text().splitlines() if "cid=log-check" in l][0]
+    line = [l for l in daemon.wait_log("cid=log-check").splitlines() if "cid=log-check" in l][0]
     for part in ("op=hold", "ns=seat", "partition=run-log", "ids=1,2", "result=OK",
                  "latency_us=", "token_fp="):
         assert part in line, line

@@ -145,7 +145,7 @@ struct hf_server *hf_server_create(struct hf_daemon *d) {
         rc = bind_path(srv, d->cfg);
         if (rc == 0) log_info("listening on %s", d->cfg->socket_path);
     }
-    if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->listener, 511, on_connection);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->listener, SOMAXCONN, on_connection);
     srv->listening = true; /* the handle is open either way: close must close it */
     if (rc != 0) {
         log_error("listen: %s", uv_strerror(rc));
