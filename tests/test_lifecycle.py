@@ -25,11 +25,13 @@ def test_sigterm_drains_in_flight_requests(make_daemon, redis):
     assert "draining 1 requests" in d.log_text()
 
 
-def test_sigterm_with_nothing_in_flight_exits_at_once(daemon):
+def test_sigterm_with_nothing_in_flight_exits_at_once(make_daemon):
+    # A long drain bound: exiting well before it shows nothing waited for it.
+    daemon = make_daemon(limits="drain_timeout_ms = 60000")
     started = time.monotonic()
     daemon.signal(signal.SIGTERM)
-    assert daemon.proc.wait(5) == 0
-    assert time.monotonic() - started < 2
+    assert daemon.proc.wait(30) == 0
+    assert time.monotonic() - started < 20
 
 
 def test_holdfastctl_round_trip(daemon):
