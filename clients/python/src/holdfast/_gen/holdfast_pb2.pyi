@@ -1,0 +1,293 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
+
+CODE_CONFIRMED: Code
+CODE_CONFLICT: Code
+CODE_DEADLINE_EXCEEDED: Code
+CODE_FAILED_PRECONDITION: Code
+CODE_HELD_BY_ANOTHER: Code
+CODE_HOLD_LOST: Code
+CODE_IDEMPOTENCY_MISMATCH: Code
+CODE_INTERNAL: Code
+CODE_INVALID_ARGUMENT: Code
+CODE_NOT_FOUND: Code
+CODE_NOT_HELD: Code
+CODE_OK: Code
+CODE_PERMISSION_DENIED: Code
+CODE_RESOURCE_EXHAUSTED: Code
+CODE_STALE: Code
+CODE_UNAVAILABLE: Code
+CODE_UNIMPLEMENTED: Code
+CODE_UNSPECIFIED: Code
+DESCRIPTOR: _descriptor.FileDescriptor
+RESOURCE_STATE_CONFIRMED: ResourceState
+RESOURCE_STATE_FREE: ResourceState
+RESOURCE_STATE_HELD: ResourceState
+RESOURCE_STATE_UNSPECIFIED: ResourceState
+
+class CancelRequest(_message.Message):
+    __slots__ = ["idempotency_key", "ids", "namespace", "partition", "reference"]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    idempotency_key: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    partition: str
+    reference: str
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., idempotency_key: _Optional[str] = ..., reference: _Optional[str] = ...) -> None: ...
+
+class CancelResponse(_message.Message):
+    __slots__ = ["cancelled", "replayed"]
+    CANCELLED_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    cancelled: int
+    replayed: bool
+    def __init__(self, cancelled: _Optional[int] = ..., replayed: bool = ...) -> None: ...
+
+class Claim(_message.Message):
+    __slots__ = ["confirmed_at_unix_ms", "fence", "reference", "resource_id"]
+    CONFIRMED_AT_UNIX_MS_FIELD_NUMBER: _ClassVar[int]
+    FENCE_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    confirmed_at_unix_ms: int
+    fence: int
+    reference: str
+    resource_id: str
+    def __init__(self, resource_id: _Optional[str] = ..., fence: _Optional[int] = ..., reference: _Optional[str] = ..., confirmed_at_unix_ms: _Optional[int] = ...) -> None: ...
+
+class ConfirmRequest(_message.Message):
+    __slots__ = ["idempotency_key", "ids", "namespace", "partition", "payload", "reference", "token"]
+    IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    idempotency_key: str
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    partition: str
+    payload: bytes
+    reference: str
+    token: str
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., reference: _Optional[str] = ..., payload: _Optional[bytes] = ...) -> None: ...
+
+class ConfirmResponse(_message.Message):
+    __slots__ = ["claims", "fence", "replayed"]
+    CLAIMS_FIELD_NUMBER: _ClassVar[int]
+    FENCE_FIELD_NUMBER: _ClassVar[int]
+    REPLAYED_FIELD_NUMBER: _ClassVar[int]
+    claims: _containers.RepeatedCompositeFieldContainer[Claim]
+    fence: int
+    replayed: bool
+    def __init__(self, fence: _Optional[int] = ..., claims: _Optional[_Iterable[_Union[Claim, _Mapping]]] = ..., replayed: bool = ...) -> None: ...
+
+class ErrorDetail(_message.Message):
+    __slots__ = ["field", "resource_id"]
+    FIELD_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    field: str
+    resource_id: str
+    def __init__(self, field: _Optional[str] = ..., resource_id: _Optional[str] = ...) -> None: ...
+
+class ExtendRequest(_message.Message):
+    __slots__ = ["ids", "namespace", "partition", "token", "ttl_ms"]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    partition: str
+    token: str
+    ttl_ms: int
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+
+class ExtendResponse(_message.Message):
+    __slots__ = ["ttl_ms"]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    ttl_ms: int
+    def __init__(self, ttl_ms: _Optional[int] = ...) -> None: ...
+
+class HealthRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class HealthResponse(_message.Message):
+    __slots__ = ["connections", "draining", "in_flight", "library", "live", "postgres", "ready", "redis", "release_path", "script_path", "version"]
+    CONNECTIONS_FIELD_NUMBER: _ClassVar[int]
+    DRAINING_FIELD_NUMBER: _ClassVar[int]
+    IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
+    LIBRARY_FIELD_NUMBER: _ClassVar[int]
+    LIVE_FIELD_NUMBER: _ClassVar[int]
+    POSTGRES_FIELD_NUMBER: _ClassVar[int]
+    READY_FIELD_NUMBER: _ClassVar[int]
+    REDIS_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_PATH_FIELD_NUMBER: _ClassVar[int]
+    SCRIPT_PATH_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    connections: int
+    draining: bool
+    in_flight: int
+    library: str
+    live: bool
+    postgres: str
+    ready: bool
+    redis: str
+    release_path: str
+    script_path: str
+    version: str
+    def __init__(self, live: bool = ..., ready: bool = ..., version: _Optional[str] = ..., redis: _Optional[str] = ..., postgres: _Optional[str] = ..., script_path: _Optional[str] = ..., release_path: _Optional[str] = ..., library: _Optional[str] = ..., connections: _Optional[int] = ..., in_flight: _Optional[int] = ..., draining: bool = ...) -> None: ...
+
+class HoldRequest(_message.Message):
+    __slots__ = ["ids", "namespace", "partition", "ttl_ms"]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    partition: str
+    ttl_ms: int
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+
+class HoldResponse(_message.Message):
+    __slots__ = ["fence", "token", "ttl_ms"]
+    FENCE_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    fence: int
+    token: str
+    ttl_ms: int
+    def __init__(self, token: _Optional[str] = ..., fence: _Optional[int] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+
+class MetricsRequest(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class MetricsResponse(_message.Message):
+    __slots__ = ["text"]
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    def __init__(self, text: _Optional[str] = ...) -> None: ...
+
+class ReleaseRequest(_message.Message):
+    __slots__ = ["ids", "namespace", "partition", "token"]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    partition: str
+    token: str
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ...) -> None: ...
+
+class ReleaseResponse(_message.Message):
+    __slots__ = ["released"]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
+    released: int
+    def __init__(self, released: _Optional[int] = ...) -> None: ...
+
+class Request(_message.Message):
+    __slots__ = ["cancel", "confirm", "correlation_id", "extend", "health", "hold", "id", "metrics", "release", "status", "timeout_ms"]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    CONFIRM_FIELD_NUMBER: _ClassVar[int]
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    EXTEND_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    cancel: CancelRequest
+    confirm: ConfirmRequest
+    correlation_id: str
+    extend: ExtendRequest
+    health: HealthRequest
+    hold: HoldRequest
+    id: int
+    metrics: MetricsRequest
+    release: ReleaseRequest
+    status: StatusRequest
+    timeout_ms: int
+    def __init__(self, id: _Optional[int] = ..., correlation_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., hold: _Optional[_Union[HoldRequest, _Mapping]] = ..., extend: _Optional[_Union[ExtendRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., confirm: _Optional[_Union[ConfirmRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelRequest, _Mapping]] = ..., status: _Optional[_Union[StatusRequest, _Mapping]] = ..., health: _Optional[_Union[HealthRequest, _Mapping]] = ..., metrics: _Optional[_Union[MetricsRequest, _Mapping]] = ...) -> None: ...
+
+class ResourceStatus(_message.Message):
+    __slots__ = ["id", "owned", "state", "ttl_ms"]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OWNED_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    TTL_MS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    owned: bool
+    state: ResourceState
+    ttl_ms: int
+    def __init__(self, id: _Optional[str] = ..., state: _Optional[_Union[ResourceState, str]] = ..., ttl_ms: _Optional[int] = ..., owned: bool = ...) -> None: ...
+
+class Response(_message.Message):
+    __slots__ = ["cancel", "code", "confirm", "correlation_id", "degraded", "error", "extend", "health", "hold", "id", "message", "metrics", "release", "status"]
+    CANCEL_FIELD_NUMBER: _ClassVar[int]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    CONFIRM_FIELD_NUMBER: _ClassVar[int]
+    CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    EXTEND_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    HOLD_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    METRICS_FIELD_NUMBER: _ClassVar[int]
+    RELEASE_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    cancel: CancelResponse
+    code: Code
+    confirm: ConfirmResponse
+    correlation_id: str
+    degraded: bool
+    error: ErrorDetail
+    extend: ExtendResponse
+    health: HealthResponse
+    hold: HoldResponse
+    id: int
+    message: str
+    metrics: MetricsResponse
+    release: ReleaseResponse
+    status: StatusResponse
+    def __init__(self, id: _Optional[int] = ..., correlation_id: _Optional[str] = ..., code: _Optional[_Union[Code, str]] = ..., message: _Optional[str] = ..., degraded: bool = ..., error: _Optional[_Union[ErrorDetail, _Mapping]] = ..., hold: _Optional[_Union[HoldResponse, _Mapping]] = ..., extend: _Optional[_Union[ExtendResponse, _Mapping]] = ..., release: _Optional[_Union[ReleaseResponse, _Mapping]] = ..., confirm: _Optional[_Union[ConfirmResponse, _Mapping]] = ..., cancel: _Optional[_Union[CancelResponse, _Mapping]] = ..., status: _Optional[_Union[StatusResponse, _Mapping]] = ..., health: _Optional[_Union[HealthResponse, _Mapping]] = ..., metrics: _Optional[_Union[MetricsResponse, _Mapping]] = ...) -> None: ...
+
+class StatusRequest(_message.Message):
+    __slots__ = ["ids", "namespace", "partition", "token"]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    TOKEN_FIELD_NUMBER: _ClassVar[int]
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    namespace: str
+    partition: str
+    token: str
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ...) -> None: ...
+
+class StatusResponse(_message.Message):
+    __slots__ = ["resources"]
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[ResourceStatus]
+    def __init__(self, resources: _Optional[_Iterable[_Union[ResourceStatus, _Mapping]]] = ...) -> None: ...
+
+class Code(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []
+
+class ResourceState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = []

@@ -1,0 +1,192 @@
+"""Result types and the request/response mapping shared by Client and AsyncClient."""
+
+from __future__ import annotations
+
+import enum
+import math
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterable, List, Optional, Sequence, Tuple
+
+from ._gen import holdfast_pb2 as pb
+from .errors import Code, InvalidArgument, error_for
+
+DEFAULT_SOCKET = "/run/holdfast/holdfast.sock"
+DEFAULT_TIMEOUT = 2.0
+_MAX_TIMEOUT_MS = 2**32 - 1
+
+
+class ResourceState(enum.IntEnum):
+    UNSPECIFIED = 0
+    FREE = 1
+    HELD = 2
+    CONFIRMED = 3
+
+
+@dataclass(frozen=True)
+class Claim:
+    resource_id: str
+    fence: int
+    reference: str
+    confirmed_at_unix_ms: int
+
+
+@dataclass(frozen=True)
+class ConfirmResult:
+    fence: int
+    claims: Tuple[Claim, ...]
+    # True when the daemon replayed the stored result of an identical earlier
+    # confirm (same idempotency key and request).
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class CancelResult:
+    cancelled: int
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class ResourceStatus:
+    """Diagnostic view of one resource; never permission for anything."""
+
+    id: str
+    state: ResourceState
+    ttl_ms: int
+    owned: bool
+
+
+@dataclass(frozen=True)
+class Health:
+    live: bool
+    ready: bool
+    version: str
+    redis: str
+    postgres: str
+    script_path: str
+    release_path: str
+    library: str
+    connections: int
+    in_flight: int
+    draining: bool
+
+
+def new_correlation_id() -> str:
+    return uuid.uuid4().hex
+
+
+def timeout_ms(seconds: float) -> int:
+    """Relative deadline for the wire: at least 1 ms (0 would mean 'daemon default')."""
+    return max(1, min(_MAX_TIMEOUT_MS, math.ceil(seconds * 1000)))
+
+
+def check_ids(ids: Iterable[str]) -> List[str]:
+    # A bare string is iterable too; "E7" would silently become ["E", "7"].
+    if isinstance(ids, (str, bytes)):
+        raise TypeError("ids must be a sequence of resource ids, not a single string")
+    return list(ids)
+
+
+def check_timeout(timeout: Optional[float], default: float) -> float:
+    t = default if timeout is None else float(timeout)
+    if not t > 0:
+        raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+    return t
+
+
+# ---- requests -------------------------------------------------------------
+
+def hold_req(namespace: str, partition: str, ids: Sequence[str], ttl_ms: int) -> pb.HoldRequest:
+    return pb.HoldRequest(namespace=namespace, partition=partition, ids=check_ids(ids), ttl_ms=ttl_ms)
+
+
+def extend_req(namespace, partition, ids, token, ttl_ms) -> pb.ExtendRequest:
+    return pb.ExtendRequest(namespace=namespace, partition=partition, ids=check_ids(ids),
+                            token=token, ttl_ms=ttl_ms)
+
+
+def release_req(namespace, partition, ids, token) -> pb.ReleaseRequest:
+    return pb.ReleaseRequest(namespace=namespace, partition=partition, ids=check_ids(ids), token=token)
+
+
+def confirm_req(namespace, partition, ids, token, idempotency_key, reference, payload) -> pb.ConfirmRequest:
+    if not idempotency_key:
+        # Checked here because a confirm without a stable key cannot be retried safely.
+        raise InvalidArgument("idempotency_key is required", field="idempotency_key")
+    return pb.ConfirmRequest(namespace=namespace, partition=partition, ids=check_ids(ids), token=token,
+                             idempotency_key=idempotency_key, reference=reference,
+                             payload=bytes(payload))
+
+
+def cancel_req(namespace, partition, ids, idempotency_key, reference) -> pb.CancelRequest:
+    if not idempotency_key:
+        raise InvalidArgument("idempotency_key is required", field="idempotency_key")
+    return pb.CancelRequest(namespace=namespace, partition=partition, ids=check_ids(ids),
+                            idempotency_key=idempotency_key, reference=reference)
+
+
+def status_req(namespace, partition, ids, token) -> pb.StatusRequest:
+    return pb.StatusRequest(namespace=namespace, partition=partition, ids=check_ids(ids),
+                            token=token or "")
+
+
+def envelope(method: str, msg: Any, correlation_id: Optional[str], seconds: float) -> pb.Request:
+    req = pb.Request(correlation_id=correlation_id or new_correlation_id(),
+                     timeout_ms=timeout_ms(seconds))
+    getattr(req, method).CopyFrom(msg)
+    return req
+
+
+# ---- responses ------------------------------------------------------------
+
+def result_of(resp: pb.Response, method: str) -> Any:
+    """The response's result message, or raise the exception for its code."""
+    which = resp.WhichOneof("result")
+    result = getattr(resp, which) if which else None
+    if resp.code != Code.OK:
+        raise error_for(resp.code, resp.message, field=resp.error.field,
+                        resource_id=resp.error.resource_id,
+                        correlation_id=resp.correlation_id, result=result)
+    if which != method:
+        raise error_for(Code.INTERNAL,
+                        f"daemon answered {method} with result {which or 'none'}",
+                        correlation_id=resp.correlation_id)
+    return result
+
+
+def confirm_result(r: pb.ConfirmResponse) -> ConfirmResult:
+    return ConfirmResult(
+        fence=r.fence,
+        claims=tuple(Claim(c.resource_id, c.fence, c.reference, c.confirmed_at_unix_ms) for c in r.claims),
+        replayed=r.replayed,
+    )
+
+
+def cancel_result(r: pb.CancelResponse) -> CancelResult:
+    return CancelResult(cancelled=r.cancelled, replayed=r.replayed)
+
+
+def status_result(r: pb.StatusResponse) -> List[ResourceStatus]:
+    out = []
+    for s in r.resources:
+        try:
+            state = ResourceState(s.state)
+        except ValueError:
+            state = ResourceState.UNSPECIFIED
+        out.append(ResourceStatus(s.id, state, s.ttl_ms, s.owned))
+    return out
+
+
+def health_result(r: pb.HealthResponse) -> Health:
+    return Health(live=r.live, ready=r.ready, version=r.version, redis=r.redis,
+                  postgres=r.postgres, script_path=r.script_path, release_path=r.release_path,
+                  library=r.library, connections=r.connections, in_flight=r.in_flight,
+                  draining=r.draining)
+
+
+def hold_repr(h: Any) -> str:
+    # Deliberately leaves out the token.
+    state = "active" if h.active else "finished"
+    deg = ", degraded=True" if h.degraded else ""
+    return (f"{type(h).__name__}(namespace={h.namespace!r}, partition={h.partition!r}, "
+            f"ids={list(h.ids)!r}, fence={h.fence}, ttl_ms={h.ttl_ms}{deg}, {state})")

@@ -1,0 +1,378 @@
+"""asyncio client: same API as Client, with coroutines."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple
+
+from . import _model as m
+from ._gen import holdfast_pb2 as pb
+from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, NotHeld, PermissionDenied,
+                     ProtocolError, Unavailable, error_for)
+from .framing import FrameError, FrameReader, decode_response, encode_request
+
+log = logging.getLogger("holdfast")
+
+
+class _AsyncConnection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._pending: Dict[int, "asyncio.Future[pb.Response]"] = {}
+        self.broken: Optional[HoldfastError] = None
+        self._task = asyncio.ensure_future(self._read_loop())
+
+    async def _read_loop(self) -> None:
+        frames = FrameReader()
+        try:
+            while True:
+                data = await self._reader.read(65536)
+                if not data:
+                    raise Unavailable("holdfastd closed the connection")
+                for body in frames.feed(data):
+                    resp = decode_response(body)
+                    if resp.id == 0:
+                        # The daemon could not read one of our frames and closes.
+                        raise error_for(resp.code, resp.message or "daemon rejected a frame",
+                                        field=resp.error.field, correlation_id=resp.correlation_id)
+                    fut = self._pending.pop(resp.id, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(resp)
+        except HoldfastError as exc:
+            self.fail(exc)
+        except FrameError as exc:
+            self.fail(ProtocolError(str(exc)))
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            self.fail(Unavailable(f"connection to holdfastd lost: {exc}"))
+        except asyncio.CancelledError:
+            self.fail(ClientClosed("holdfast client is closed"))
+            raise
+
+    def send(self, req_id: int, frame: bytes) -> "asyncio.Future[pb.Response]":
+        if self.broken is not None or self._writer.is_closing():
+            raise _unsent(Unavailable("connection to holdfastd is closed"))
+        fut = asyncio.get_running_loop().create_future()
+        self._pending[req_id] = fut
+        # The transport buffers the whole frame, so a deadline can never leave
+        # half a frame on the wire.
+        self._writer.write(frame)
+        if self._writer.is_closing():
+            # The write itself failed (EPIPE/ECONNRESET): the daemon had closed
+            # and processes only whole frames, so it never saw this request.
+            self._pending.pop(req_id, None)
+            self.fail(Unavailable("holdfastd closed the connection"))
+            raise _unsent(Unavailable("connection to holdfastd lost while sending"))
+        return fut
+
+    async def drain(self) -> None:
+        try:
+            await self._writer.drain()
+        except (OSError, RuntimeError) as exc:
+            self.fail(Unavailable(f"connection to holdfastd lost: {exc}"))
+
+    def forget(self, req_id: int) -> None:
+        self._pending.pop(req_id, None)
+
+    def fail(self, err: HoldfastError) -> None:
+        if self.broken is None:
+            self.broken = err
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(type(err)(err.message, code=err.code, field=err.field))
+        self._writer.close()
+
+    async def close(self) -> None:
+        self.fail(ClientClosed("holdfast client is closed"))
+        self._task.cancel()
+        try:
+            await self._task
+        except (asyncio.CancelledError, Exception):
+            pass
+
+
+def _unsent(err: HoldfastError) -> HoldfastError:
+    err.unsent = True  # type: ignore[attr-defined]
+    return err
+
+
+class AsyncClient:
+    """asyncio version of Client; use from one event loop.
+
+        async with AsyncClient() as client:
+            async with client.hold("seat", "run-1", ["E7"]) as h:
+                await h.extend(120_000)
+    """
+
+    def __init__(self, socket_path: Optional[str] = None, *, timeout: float = m.DEFAULT_TIMEOUT,
+                 connect_timeout: float = 1.0) -> None:
+        self.socket_path = socket_path or os.environ.get("HOLDFAST_SOCKET") or m.DEFAULT_SOCKET
+        self.timeout = m.check_timeout(timeout, m.DEFAULT_TIMEOUT)
+        self.connect_timeout = connect_timeout
+        self._conn: Optional[_AsyncConnection] = None
+        self._lock: Optional[asyncio.Lock] = None  # created inside the loop
+        self._closed = False
+        self._ids = itertools.count(1)
+        self._last_connect_error: Optional[BaseException] = None
+
+    async def aclose(self) -> None:
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    close = aclose
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"AsyncClient(socket_path={self.socket_path!r}, closed={self._closed})"
+
+    def _next_id(self) -> int:
+        i = next(self._ids)
+        if i >= 2**64:
+            self._ids = itertools.count(2)
+            i = 1
+        return i
+
+    async def _connection(self) -> _AsyncConnection:
+        if self._closed:
+            raise ClientClosed("holdfast client is closed")
+        if self._conn is not None and self._conn.broken is None:
+            return self._conn
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self._closed:
+                raise ClientClosed("holdfast client is closed")
+            if self._conn is None or self._conn.broken is not None:
+                if self._conn is not None:
+                    await self._conn.close()
+                    log.info("holdfast: reconnecting to %s", self.socket_path)
+                self._conn = await self._connect()
+            return self._conn
+
+    async def _connect(self) -> _AsyncConnection:
+        # Retried by the caller's deadline (wait_for around the whole call).
+        delay = 0.01
+        while True:
+            try:
+                r, w = await asyncio.wait_for(asyncio.open_unix_connection(self.socket_path),
+                                              self.connect_timeout)
+                return _AsyncConnection(r, w)
+            except PermissionError as exc:
+                raise PermissionDenied(f"cannot connect to holdfastd at {self.socket_path}: {exc}") from exc
+            except (OSError, asyncio.TimeoutError) as exc:
+                self._last_connect_error = exc
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.25)
+
+    async def _call(self, method: str, msg, timeout: Optional[float],
+                    correlation_id: Optional[str]) -> Tuple[Any, pb.Response]:
+        seconds = m.check_timeout(timeout, self.timeout)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + seconds
+        req = m.envelope(method, msg, correlation_id, seconds)
+        self._last_connect_error = None
+        try:
+            try:
+                resp = await asyncio.wait_for(self._roundtrip(req, deadline), seconds)
+            except asyncio.TimeoutError:
+                if self._last_connect_error is not None and (self._conn is None or self._conn.broken):
+                    raise Unavailable(f"cannot connect to holdfastd at {self.socket_path}: "
+                                      f"{self._last_connect_error}") from None
+                raise DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s") from None
+        except HoldfastError as exc:
+            if not exc.correlation_id:
+                exc.correlation_id = req.correlation_id
+            raise
+        return m.result_of(resp, method), resp
+
+    async def _roundtrip(self, req: pb.Request, deadline: float) -> pb.Response:
+        for attempt in (1, 2):
+            conn = await self._connection()
+            req.id = self._next_id()
+            req.timeout_ms = m.timeout_ms(max(0.001, deadline - asyncio.get_running_loop().time()))
+            try:
+                fut = conn.send(req.id, encode_request(req))
+                break
+            except Unavailable as exc:
+                # Resend once on a fresh connection, only when the daemon
+                # cannot have seen the request.
+                if attempt == 2 or not getattr(exc, "unsent", False):
+                    raise
+        try:
+            await conn.drain()
+            return await fut
+        except Unavailable as exc:
+            if type(exc) is Unavailable:
+                exc.message += " (the outcome of this call is unknown)"
+            raise
+        finally:
+            conn.forget(req.id)  # a late answer after a deadline is dropped
+
+    # ---- API (mirrors Client) --------------------------------------------
+
+    def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
+             timeout: Optional[float] = None,
+             correlation_id: Optional[str] = None) -> "_HoldCall":
+        """`h = await client.hold(...)`, or `async with client.hold(...) as h:`
+        which releases on exit."""
+        return _HoldCall(self._hold(namespace, partition, m.check_ids(ids), ttl_ms, timeout,
+                                    correlation_id or m.new_correlation_id()))
+
+    async def _hold(self, namespace, partition, ids, ttl_ms, timeout, cid) -> "AsyncHold":
+        r, resp = await self._call("hold", m.hold_req(namespace, partition, ids, ttl_ms), timeout, cid)
+        return AsyncHold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
+                         degraded=resp.degraded)
+
+    async def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
+                     ttl_ms: int = 0, timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None) -> int:
+        r, _ = await self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms),
+                                timeout, correlation_id)
+        return r.ttl_ms
+
+    async def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
+                      timeout: Optional[float] = None,
+                      correlation_id: Optional[str] = None) -> int:
+        r, _ = await self._call("release", m.release_req(namespace, partition, ids, token), timeout,
+                                correlation_id)
+        return r.released
+
+    async def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
+                      idempotency_key: str, reference: str = "", payload: bytes = b"",
+                      timeout: Optional[float] = None,
+                      correlation_id: Optional[str] = None) -> m.ConfirmResult:
+        r, _ = await self._call("confirm", m.confirm_req(namespace, partition, ids, token,
+                                                         idempotency_key, reference, payload),
+                                timeout, correlation_id)
+        return m.confirm_result(r)
+
+    async def cancel(self, namespace: str, partition: str, ids: Sequence[str], *,
+                     idempotency_key: str, reference: str = "", timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None) -> m.CancelResult:
+        r, _ = await self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key,
+                                                       reference), timeout, correlation_id)
+        return m.cancel_result(r)
+
+    async def status(self, namespace: str, partition: str, ids: Sequence[str], *,
+                     token: Optional[str] = None, timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None) -> List[m.ResourceStatus]:
+        r, _ = await self._call("status", m.status_req(namespace, partition, ids, token), timeout,
+                                correlation_id)
+        return m.status_result(r)
+
+    async def health(self, *, timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None) -> m.Health:
+        r, _ = await self._call("health", pb.HealthRequest(), timeout, correlation_id)
+        return m.health_result(r)
+
+    async def metrics(self, *, timeout: Optional[float] = None,
+                      correlation_id: Optional[str] = None) -> str:
+        r, _ = await self._call("metrics", pb.MetricsRequest(), timeout, correlation_id)
+        return r.text
+
+
+class _HoldCall:
+    """What AsyncClient.hold returns: await it, or use it with `async with`."""
+
+    def __init__(self, coro) -> None:
+        self._coro = coro
+        self._hold: Optional[AsyncHold] = None
+
+    def __await__(self) -> Generator[Any, None, "AsyncHold"]:
+        return self._coro.__await__()
+
+    async def __aenter__(self) -> "AsyncHold":
+        self._hold = await self._coro
+        return self._hold
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        assert self._hold is not None
+        await self._hold.__aexit__(exc_type, exc, tb)
+
+
+class AsyncHold:
+    """A granted hold (asyncio). Same contract as Hold; the token never
+    appears in repr/str."""
+
+    def __init__(self, client: AsyncClient, namespace: str, partition: str, ids: Sequence[str],
+                 token: str, fence: int, ttl_ms: int, correlation_id: str,
+                 degraded: bool = False) -> None:
+        self._client = client
+        self.namespace = namespace
+        self.partition = partition
+        self.ids = tuple(ids)
+        self._token = token
+        self.fence = fence
+        self.ttl_ms = ttl_ms
+        self.correlation_id = correlation_id
+        self.degraded = degraded
+        self._active = True
+
+    @property
+    def token(self) -> str:
+        return self._token
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    async def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None) -> int:
+        self.ttl_ms = await self._client.extend(self.namespace, self.partition, self.ids,
+                                                self._token, ttl_ms=ttl_ms, timeout=timeout,
+                                                correlation_id=self.correlation_id)
+        return self.ttl_ms
+
+    async def release(self, *, timeout: Optional[float] = None) -> int:
+        n = await self._client.release(self.namespace, self.partition, self.ids, self._token,
+                                       timeout=timeout, correlation_id=self.correlation_id)
+        self._active = False
+        return n
+
+    async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                      timeout: Optional[float] = None) -> m.ConfirmResult:
+        res = await self._client.confirm(self.namespace, self.partition, self.ids, self._token,
+                                         idempotency_key=idempotency_key, reference=reference,
+                                         payload=payload, timeout=timeout,
+                                         correlation_id=self.correlation_id)
+        self._active = False
+        return res
+
+    async def status(self, *, timeout: Optional[float] = None) -> List[m.ResourceStatus]:
+        return await self._client.status(self.namespace, self.partition, self.ids,
+                                         token=self._token, timeout=timeout,
+                                         correlation_id=self.correlation_id)
+
+    async def __aenter__(self) -> "AsyncHold":
+        return self
+
+    async def __aexit__(self, exc_type, exc, tb) -> None:
+        if not self._active:
+            return
+        try:
+            await self.release()
+        except NotHeld:
+            self._active = False
+        except HoldfastError as err:
+            if exc_type is None:
+                raise
+            log.warning("holdfast: release on exit failed (correlation_id=%s): %s",
+                        self.correlation_id, err)
+
+    def __repr__(self) -> str:
+        return m.hold_repr(self)
+
+    __str__ = __repr__

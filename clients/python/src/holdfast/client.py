@@ -1,0 +1,438 @@
+"""Blocking client: one Unix-socket connection, many calls in flight, a reader thread."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import select
+import socket
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import _model as m
+from ._gen import holdfast_pb2 as pb
+from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, NotHeld,
+                     PermissionDenied, ProtocolError, Unavailable, error_for)
+from .framing import FrameError, FrameReader, decode_response, encode_request
+
+log = logging.getLogger("holdfast")
+
+_CONNECT_BACKOFF_MIN = 0.01
+_CONNECT_BACKOFF_MAX = 0.25
+
+
+class _Pending:
+    __slots__ = ("event", "response", "error")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.response: Optional[pb.Response] = None
+        self.error: Optional[HoldfastError] = None
+
+
+class _Connection:
+    """One socket and its reader thread. Once broken it stays broken; the
+    client replaces it on the next call."""
+
+    def __init__(self, path: str, connect_timeout: float) -> None:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(connect_timeout)
+            sock.connect(path)
+            sock.settimeout(None)  # blocking reads in the reader thread
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._lock = threading.Lock()      # guards _pending and _broken
+        self._wlock = threading.Lock()     # one frame on the wire at a time
+        self._pending: Dict[int, _Pending] = {}
+        self._broken: Optional[HoldfastError] = None
+        self._reader = threading.Thread(target=self._read_loop, name="holdfast-reader", daemon=True)
+        self._reader.start()
+
+    @property
+    def broken(self) -> bool:
+        return self._broken is not None
+
+    def send(self, req_id: int, frame: bytes, deadline: float) -> _Pending:
+        """Queue the request and write its frame before the deadline.
+
+        Raises Unavailable with `.unsent = True` when the frame certainly did
+        not reach the daemon (safe to resend on a new connection)."""
+        p = _Pending()
+        with self._lock:
+            if self._broken is not None:
+                raise _unsent(Unavailable("connection to holdfastd is closed"))
+            self._pending[req_id] = p
+        try:
+            self._write(frame, deadline)
+        except BaseException:
+            self.forget(req_id)
+            raise
+        return p
+
+    def _write(self, frame: bytes, deadline: float) -> None:
+        if not self._wlock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise DeadlineExceeded("deadline passed while waiting to send the request")
+        try:
+            view = memoryview(frame)
+            sent = 0
+            while sent < len(view):
+                try:
+                    # MSG_DONTWAIT: a stalled daemon must not block past the deadline,
+                    # while the reader thread keeps its plain blocking recv.
+                    sent += self._sock.send(view[sent:], socket.MSG_DONTWAIT)
+                    continue
+                except BlockingIOError:
+                    pass
+                except OSError as exc:
+                    # EPIPE/ECONNRESET: the daemon closed; it processes only whole
+                    # frames, so nothing of this request was acted on.
+                    err = Unavailable(f"connection to holdfastd lost while sending: {exc}")
+                    self.fail(err)
+                    raise _unsent(Unavailable(str(err.message))) from exc
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not _wait_writable(self._sock, remaining):
+                    if sent:
+                        # Half a frame is on the wire: the stream cannot be resumed.
+                        self.fail(Unavailable("connection dropped: a request was cut off by its deadline"))
+                    raise DeadlineExceeded("deadline passed while sending the request (daemon not reading)")
+        finally:
+            self._wlock.release()
+
+    def forget(self, req_id: int) -> Optional[_Pending]:
+        with self._lock:
+            return self._pending.pop(req_id, None)
+
+    def _read_loop(self) -> None:
+        reader = FrameReader()
+        err: HoldfastError
+        try:
+            while True:
+                data = self._sock.recv(65536)
+                if not data:
+                    err = Unavailable("holdfastd closed the connection")
+                    break
+                for body in reader.feed(data):
+                    self._dispatch(decode_response(body))
+        except FrameError as exc:
+            err = ProtocolError(str(exc))
+        except OSError as exc:
+            err = Unavailable(f"connection to holdfastd lost: {exc}")
+        except HoldfastError as exc:  # an id-0 answer: the daemon rejected the stream
+            err = exc
+        self.fail(err)
+
+    def _dispatch(self, resp: pb.Response) -> None:
+        if resp.id == 0:
+            # The daemon could not read one of our frames and closes the connection;
+            # every request on it shares that fate.
+            raise error_for(resp.code, resp.message or "daemon rejected a frame",
+                            field=resp.error.field, correlation_id=resp.correlation_id)
+        p = self.forget(resp.id)
+        if p is None:
+            return  # answer to a call that already gave up on its deadline
+        p.response = resp
+        p.event.set()
+
+    def fail(self, err: HoldfastError) -> None:
+        """Break the connection and fail every call waiting on it."""
+        with self._lock:
+            if self._broken is None:
+                self._broken = err
+            pending, self._pending = self._pending, {}
+        for p in pending.values():
+            p.error = type(err)(err.message, code=err.code, field=err.field)
+            p.event.set()
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reader's recv
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self.fail(ClientClosed("holdfast client is closed"))
+        if threading.current_thread() is not self._reader:
+            self._reader.join(timeout=5)
+        self._sock.close()
+
+
+def _unsent(err: HoldfastError) -> HoldfastError:
+    err.unsent = True  # type: ignore[attr-defined]
+    return err
+
+
+def _wait_writable(sock: socket.socket, timeout: float) -> bool:
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLOUT)
+    return bool(poller.poll(max(1, int(timeout * 1000))))
+
+
+class Client:
+    """Talks to holdfastd over its Unix socket. Thread-safe; share one per process.
+
+    Every call has a deadline (`timeout` seconds, default `Client(timeout=...)`),
+    sent to the daemon as timeout_ms and enforced here too. After the daemon
+    restarts, the next call reconnects on its own. Failures raise HoldfastError
+    subclasses carrying `.code`.
+    """
+
+    def __init__(self, socket_path: Optional[str] = None, *, timeout: float = m.DEFAULT_TIMEOUT,
+                 connect_timeout: float = 1.0) -> None:
+        self.socket_path = socket_path or os.environ.get("HOLDFAST_SOCKET") or m.DEFAULT_SOCKET
+        self.timeout = m.check_timeout(timeout, m.DEFAULT_TIMEOUT)
+        self.connect_timeout = connect_timeout
+        self._lock = threading.Lock()
+        self._conn: Optional[_Connection] = None
+        self._closed = False
+        self._ids = itertools.count(1)
+        self._ids_lock = threading.Lock()
+
+    # ---- lifecycle --------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection; calls waiting on it fail with ClientClosed."""
+        with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Client(socket_path={self.socket_path!r}, closed={self._closed})"
+
+    # ---- transport --------------------------------------------------------
+
+    def _next_id(self) -> int:
+        with self._ids_lock:
+            i = next(self._ids)
+            if i >= 2**64:  # uint64 on the wire; 0 is reserved for "undecodable"
+                self._ids = itertools.count(2)
+                i = 1
+            return i
+
+    def _connection(self, deadline: float) -> _Connection:
+        if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise DeadlineExceeded("deadline passed while waiting for the connection")
+        try:
+            if self._closed:
+                raise ClientClosed("holdfast client is closed")
+            if self._conn is not None and not self._conn.broken:
+                return self._conn
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+                log.info("holdfast: reconnecting to %s", self.socket_path)
+            self._conn = self._connect(deadline)
+            return self._conn
+        finally:
+            self._lock.release()
+
+    def _connect(self, deadline: float) -> _Connection:
+        # A restarting daemon leaves no socket (ENOENT) or a dead one
+        # (ECONNREFUSED) for a moment: keep trying until the call's deadline.
+        delay = _CONNECT_BACKOFF_MIN
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return _Connection(self.socket_path, max(0.001, min(self.connect_timeout, remaining)))
+            except PermissionError as exc:
+                raise PermissionDenied(f"cannot connect to holdfastd at {self.socket_path}: {exc}") from exc
+            except OSError as exc:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise Unavailable(f"cannot connect to holdfastd at {self.socket_path}: {exc}") from exc
+                time.sleep(min(delay, remaining))
+                delay = min(delay * 2, _CONNECT_BACKOFF_MAX)
+
+    def _call(self, method: str, msg, timeout: Optional[float],
+              correlation_id: Optional[str]) -> Tuple[Any, pb.Response]:
+        """Send one request and wait for its answer: (result message, response)."""
+        seconds = m.check_timeout(timeout, self.timeout)
+        deadline = time.monotonic() + seconds
+        req = m.envelope(method, msg, correlation_id, seconds)
+        try:
+            resp = self._roundtrip(req, deadline, seconds)
+        except HoldfastError as exc:
+            if not exc.correlation_id:
+                exc.correlation_id = req.correlation_id
+            raise
+        return m.result_of(resp, method), resp
+
+    def _roundtrip(self, req: pb.Request, deadline: float, seconds: float) -> pb.Response:
+        for attempt in (1, 2):
+            conn = self._connection(deadline)
+            req.id = self._next_id()
+            req.timeout_ms = m.timeout_ms(max(0.001, deadline - time.monotonic()))
+            try:
+                pending = conn.send(req.id, encode_request(req), deadline)
+                break
+            except Unavailable as exc:
+                # Resend once on a fresh connection, but only when the daemon
+                # cannot have seen the request.
+                if attempt == 2 or not getattr(exc, "unsent", False):
+                    raise
+        if not pending.event.wait(max(0.0, deadline - time.monotonic())):
+            if conn.forget(req.id) is not None:
+                raise DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s")
+            pending.event.wait()  # answered in the same instant; take it
+        if pending.error is not None:
+            if type(pending.error) is Unavailable:
+                pending.error.message += " (the outcome of this call is unknown)"
+            raise pending.error
+        assert pending.response is not None
+        return pending.response
+
+    # ---- API --------------------------------------------------------------
+
+    def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
+             timeout: Optional[float] = None, correlation_id: Optional[str] = None) -> "Hold":
+        """Hold every id of `ids` in one partition, all or nothing.
+
+        Returns a Hold; use it as a context manager to release it on exit.
+        ttl_ms=0 uses the namespace's default TTL."""
+        ids = m.check_ids(ids)
+        cid = correlation_id or m.new_correlation_id()
+        r, resp = self._call("hold", m.hold_req(namespace, partition, ids, ttl_ms), timeout, cid)
+        return Hold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
+                    degraded=resp.degraded)
+
+    def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
+               ttl_ms: int = 0, timeout: Optional[float] = None,
+               correlation_id: Optional[str] = None) -> int:
+        """Stretch a hold's TTL (owner-checked); returns the TTL applied."""
+        r, _ = self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms), timeout,
+                       correlation_id)
+        return r.ttl_ms
+
+    def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
+                timeout: Optional[float] = None, correlation_id: Optional[str] = None) -> int:
+        """Give a hold back (owner-checked); returns how many ids were released."""
+        r, _ = self._call("release", m.release_req(namespace, partition, ids, token), timeout,
+                       correlation_id)
+        return r.released
+
+    def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
+                idempotency_key: str, reference: str = "", payload: bytes = b"",
+                timeout: Optional[float] = None,
+                correlation_id: Optional[str] = None) -> m.ConfirmResult:
+        """Turn a hold into a durable claim. Retry with the same idempotency_key
+        after Unavailable/DeadlineExceeded: a confirm that committed answers
+        again with its stored result (`replayed=True`)."""
+        r, _ = self._call("confirm", m.confirm_req(namespace, partition, ids, token, idempotency_key,
+                                                reference, payload), timeout, correlation_id)
+        return m.confirm_result(r)
+
+    def cancel(self, namespace: str, partition: str, ids: Sequence[str], *, idempotency_key: str,
+               reference: str = "", timeout: Optional[float] = None,
+               correlation_id: Optional[str] = None) -> m.CancelResult:
+        """Remove confirmed claims so the resources can be sold again."""
+        r, _ = self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key, reference),
+                       timeout, correlation_id)
+        return m.cancel_result(r)
+
+    def status(self, namespace: str, partition: str, ids: Sequence[str], *,
+               token: Optional[str] = None, timeout: Optional[float] = None,
+               correlation_id: Optional[str] = None) -> List[m.ResourceStatus]:
+        """Diagnostic state of each id; never permission for anything."""
+        r, _ = self._call("status", m.status_req(namespace, partition, ids, token), timeout,
+                       correlation_id)
+        return m.status_result(r)
+
+    def health(self, *, timeout: Optional[float] = None,
+               correlation_id: Optional[str] = None) -> m.Health:
+        return m.health_result(self._call("health", pb.HealthRequest(), timeout, correlation_id)[0])
+
+    def metrics(self, *, timeout: Optional[float] = None,
+                correlation_id: Optional[str] = None) -> str:
+        """The daemon's counters in Prometheus text format."""
+        return self._call("metrics", pb.MetricsRequest(), timeout, correlation_id)[0].text
+
+
+class Hold:
+    """A granted hold. The token is available as `.token` but never shown by
+    repr/str. As a context manager it releases the hold on exit unless it was
+    released or confirmed before."""
+
+    def __init__(self, client: Client, namespace: str, partition: str, ids: Sequence[str],
+                 token: str, fence: int, ttl_ms: int, correlation_id: str,
+                 degraded: bool = False) -> None:
+        self._client = client
+        self.namespace = namespace
+        self.partition = partition
+        self.ids = tuple(ids)
+        self._token = token
+        self.fence = fence
+        self.ttl_ms = ttl_ms
+        self.correlation_id = correlation_id
+        self.degraded = degraded
+        self._active = True
+
+    @property
+    def token(self) -> str:
+        """The proof of ownership. Keep it secret: do not log it."""
+        return self._token
+
+    @property
+    def active(self) -> bool:
+        """False once released or confirmed through this object."""
+        return self._active
+
+    def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None) -> int:
+        self.ttl_ms = self._client.extend(self.namespace, self.partition, self.ids, self._token,
+                                          ttl_ms=ttl_ms, timeout=timeout,
+                                          correlation_id=self.correlation_id)
+        return self.ttl_ms
+
+    def release(self, *, timeout: Optional[float] = None) -> int:
+        n = self._client.release(self.namespace, self.partition, self.ids, self._token,
+                                 timeout=timeout, correlation_id=self.correlation_id)
+        self._active = False
+        return n
+
+    def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                timeout: Optional[float] = None) -> m.ConfirmResult:
+        res = self._client.confirm(self.namespace, self.partition, self.ids, self._token,
+                                   idempotency_key=idempotency_key, reference=reference,
+                                   payload=payload, timeout=timeout,
+                                   correlation_id=self.correlation_id)
+        self._active = False  # the daemon released/marked the hold after committing
+        return res
+
+    def status(self, *, timeout: Optional[float] = None) -> List[m.ResourceStatus]:
+        return self._client.status(self.namespace, self.partition, self.ids, token=self._token,
+                                   timeout=timeout, correlation_id=self.correlation_id)
+
+    def __enter__(self) -> "Hold":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self._active:
+            return
+        try:
+            self.release()
+        except NotHeld:
+            self._active = False  # already expired: nothing left to give back
+        except HoldfastError as err:
+            if exc_type is None:
+                raise
+            # Do not mask the body's exception; the hold expires with its TTL.
+            log.warning("holdfast: release on exit failed (correlation_id=%s): %s",
+                        self.correlation_id, err)
+
+    def __repr__(self) -> str:
+        return m.hold_repr(self)
+
+    __str__ = __repr__

@@ -1,0 +1,75 @@
+// Seat reservation with holdfast: hold E7-E9 all or nothing, extend while the
+// customer pays, confirm with an idempotency key, and handle a conflict.
+//
+//   npm run build && HOLDFAST_SOCKET=/run/holdfast/holdfast.sock node dist/examples/seat-reservation.js
+
+import { randomUUID } from "node:crypto";
+
+import { Client, Code, isHoldfastError, type ConfirmResult, type Hold } from "../src/index.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Stand-in for the payment provider: takes a moment. */
+async function pay(_orderId: string): Promise<void> {
+  await sleep(200);
+}
+
+async function confirmWithRetry(hold: Hold, orderId: string, attempts = 3): Promise<ConfirmResult> {
+  // The idempotency key belongs to the order, not to the attempt: a retry
+  // after a timeout either commits once or returns the stored result.
+  const idempotencyKey = `${orderId}:confirm`;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await hold.confirm(
+        { idempotencyKey, reference: orderId, payload: new TextEncoder().encode('{"channel":"web"}') },
+        { timeoutMs: 5000 },
+      );
+    } catch (err) {
+      if (!isHoldfastError(err, Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED) || attempt >= attempts) throw err;
+      console.error(`confirm attempt ${attempt} unsure (${err.codeName}); retrying with the same key`);
+      await sleep(200 * attempt);
+    }
+  }
+}
+
+async function reserve(client: Client, run: string, seats: string[], orderId: string): Promise<boolean> {
+  try {
+    // All or nothing: either every seat is ours or none is. Leaving the scope
+    // without confirming (an exception, a cancelled payment) releases them.
+    await using hold = await client.hold("seat", run, seats, { ttlMs: 60_000, correlationId: orderId });
+    console.error(`held ${seats.join(", ")} on ${run} (fence ${hold.fence})`);
+
+    await hold.extend(120_000); // the customer is slow: more time before paying
+    await pay(orderId);
+
+    const result = await confirmWithRetry(hold, orderId);
+    console.error(`confirmed ${result.claims.length} seats${result.replayed ? " (replayed)" : ""}`);
+    return true;
+  } catch (err) {
+    if (isHoldfastError(err, Code.HELD_BY_ANOTHER)) {
+      console.error(`seat ${err.resourceId} is being booked by someone else; pick other seats`);
+    } else if (isHoldfastError(err, Code.CONFIRMED)) {
+      console.error(`seat ${err.resourceId} is already sold`);
+    } else if (isHoldfastError(err, Code.CONFLICT, Code.HOLD_LOST)) {
+      // The hold expired while paying and someone else got the seat: refund.
+      console.error(`lost the seats before confirming (${err.codeName}): refund order ${orderId}`);
+    } else {
+      throw err;
+    }
+    return false;
+  }
+}
+
+async function main(): Promise<void> {
+  const run = process.argv[2] ?? `run-2026-12-01-KTX101-${randomUUID().slice(0, 6)}`;
+  await using client = new Client(); // socket: $HOLDFAST_SOCKET or /run/holdfast/holdfast.sock
+  const first = await reserve(client, run, ["E7", "E8", "E9"], `order-${randomUUID().slice(0, 8)}`);
+  // A second customer asks for an overlapping block: the conflict is handled.
+  const second = await reserve(client, run, ["E9", "E10"], `order-${randomUUID().slice(0, 8)}`);
+  console.log(`first order: ${first ? "booked" : "not booked"}; second order: ${second ? "booked" : "not booked"}`);
+}
+
+main().catch((err) => {
+  console.error(String(err));
+  process.exitCode = 1;
+});

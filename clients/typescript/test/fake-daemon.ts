@@ -1,0 +1,96 @@
+// A scripted stand-in for holdfastd's socket, for transport tests only: it
+// produces on demand what a real daemon does not (answers out of order, a
+// silent peer, an id-0 rejection). Behaviour against Redis/PostgreSQL is
+// tested against the real daemon in live.test.ts.
+
+import { existsSync, unlinkSync } from "node:fs";
+import * as net from "node:net";
+
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { encodeFrame } from "../src/frame.js";
+import {
+  Code,
+  ExtendResponseSchema,
+  HealthResponseSchema,
+  HoldResponseSchema,
+  ReleaseResponseSchema,
+  RequestSchema,
+  ResourceState,
+  ResponseSchema,
+  StatusResponseSchema,
+  type Request,
+  type Response,
+} from "../src/gen/holdfast/v1/holdfast_pb.js";
+
+export type Handler = (req: Request) => Response | Response[] | null;
+
+export function okFor(req: Request): Response {
+  const resp = create(ResponseSchema, { id: req.id, correlationId: req.correlationId, code: Code.OK });
+  const m = req.method;
+  if (m.case === "hold") {
+    resp.result = { case: "hold", value: create(HoldResponseSchema, { token: "1.fake", fence: 1n, ttlMs: m.value.ttlMs || 60000 }) };
+  } else if (m.case === "release") {
+    resp.result = { case: "release", value: create(ReleaseResponseSchema, { released: m.value.ids.length }) };
+  } else if (m.case === "extend") {
+    resp.result = { case: "extend", value: create(ExtendResponseSchema, { ttlMs: m.value.ttlMs }) };
+  } else if (m.case === "status") {
+    const resources = m.value.ids.map((id) => ({ id, state: ResourceState.FREE }));
+    resp.result = { case: "status", value: create(StatusResponseSchema, { resources }) };
+  } else if (m.case === "health") {
+    resp.result = { case: "health", value: create(HealthResponseSchema, { live: true, ready: true }) };
+  }
+  return resp;
+}
+
+export class FakeDaemon {
+  handler: Handler = okFor;
+  readonly requests: Request[] = [];
+  connections = 0;
+  private server: net.Server | null = null;
+  private readonly socks = new Set<net.Socket>();
+
+  constructor(readonly path: string) {}
+
+  async start(): Promise<this> {
+    if (existsSync(this.path)) unlinkSync(this.path);
+    const server = net.createServer((sock) => this.serve(sock));
+    await new Promise<void>((resolve) => server.listen(this.path, resolve));
+    this.server = server;
+    return this;
+  }
+
+  /** Like a daemon exiting: close the listener and every connection. */
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = null;
+    for (const s of this.socks) s.destroy();
+    this.socks.clear();
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+
+  sendRaw(data: Uint8Array): void {
+    for (const s of this.socks) s.write(data);
+  }
+
+  private serve(sock: net.Socket): void {
+    this.connections++;
+    this.socks.add(sock);
+    let buf = Buffer.alloc(0);
+    sock.on("error", () => {});
+    sock.on("close", () => this.socks.delete(sock));
+    sock.on("data", (chunk) => {
+      buf = Buffer.concat([buf, chunk]);
+      while (buf.length >= 4) {
+        const n = buf.readUInt32BE(0);
+        if (buf.length < 4 + n) break;
+        const req = fromBinary(RequestSchema, buf.subarray(4, 4 + n));
+        buf = buf.subarray(4 + n);
+        this.requests.push(req);
+        const out = this.handler(req);
+        for (const resp of out === null ? [] : Array.isArray(out) ? out : [out]) {
+          sock.write(encodeFrame(ResponseSchema, resp));
+        }
+      }
+    });
+  }
+}

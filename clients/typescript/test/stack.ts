@@ -1,0 +1,203 @@
+// The live tests' daemon: a real holdfastd with Redis (and PostgreSQL).
+//
+// Where it comes from, first match wins:
+//   HOLDFAST_DEVSTACK_DIR  a running `tools/devstack.sh up DIR` stack (all tests run)
+//   HOLDFAST_SOCKET        just a daemon socket (tests that restart the daemon or
+//                          pause Redis are skipped: they need the stack's files)
+//   neither                `tools/devstack.sh up` in a temp dir, `down` at the end.
+
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import * as net from "node:net";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { Client } from "../src/index.js";
+
+const REPO = fileURLToPath(new URL("../../../../", import.meta.url));
+const DEVSTACK = join(REPO, "tools", "devstack.sh");
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class Stack {
+  /** Every token issued to the tests, checked against the daemon log at the end. */
+  readonly tokens: string[] = [];
+  private readonly spawned: ChildProcess[] = [];
+
+  private constructor(
+    readonly socket: string,
+    readonly dir: string | null,
+    readonly owned: boolean,
+  ) {}
+
+  /** Why live tests cannot run, or null when a stack is available. */
+  static unavailableReason(): string | null {
+    if (process.env.HOLDFAST_DEVSTACK_DIR || process.env.HOLDFAST_SOCKET) return null;
+    if (!existsSync(DEVSTACK)) {
+      return `live tests need a daemon: ${DEVSTACK} is missing and neither HOLDFAST_DEVSTACK_DIR nor HOLDFAST_SOCKET is set`;
+    }
+    return null;
+  }
+
+  static async start(): Promise<Stack> {
+    const envDir = process.env.HOLDFAST_DEVSTACK_DIR;
+    if (envDir) return new Stack(join(envDir, "holdfast.sock"), envDir, false);
+    if (process.env.HOLDFAST_SOCKET) return new Stack(process.env.HOLDFAST_SOCKET, null, false);
+    const dir = mkdtempSync(join(tmpdir(), "hf-ts-")); // short: socket paths max 107 bytes
+    const up = spawnSync("bash", [DEVSTACK, "up", dir], { encoding: "utf8", timeout: 300_000 });
+    if (up.status !== 0) {
+      spawnSync("bash", [DEVSTACK, "down", dir], { timeout: 120_000 });
+      rmSync(dir, { recursive: true, force: true });
+      throw new Error(`tools/devstack.sh up failed (${up.status}):\n${up.stdout}\n${up.stderr}`);
+    }
+    const s = new Stack(join(dir, "holdfast.sock"), dir, true);
+    await s.waitReady(30_000);
+    return s;
+  }
+
+  async stop(): Promise<void> {
+    // A daemon restarted in a stack we do not own is left running: its pid is
+    // in DIR/holdfastd.pid, so that stack's `devstack.sh down` stops it.
+    if (!this.owned) return;
+    if (this.dir) spawnSync("bash", [DEVSTACK, "down", this.dir], { timeout: 120_000 });
+    await this.stopSpawned();
+    if (this.dir && !process.env.HOLDFAST_KEEP_STACK) rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  async waitReady(ms: number): Promise<void> {
+    const c = new Client({ socketPath: this.socket, timeoutMs: 1000 });
+    const until = Date.now() + ms;
+    let last: unknown = "not ready";
+    try {
+      while (Date.now() < until) {
+        try {
+          if ((await c.health()).ready) return;
+          last = "daemon not ready";
+        } catch (err) {
+          last = err;
+        }
+        await sleep(100);
+      }
+    } finally {
+      c.close();
+    }
+    throw new Error(`holdfastd at ${this.socket} not ready: ${String(last)}`);
+  }
+
+  // ---- Redis --------------------------------------------------------------
+
+  get redisSocket(): string | null {
+    if (!this.dir) return null;
+    const p = join(this.dir, "redis.sock");
+    return existsSync(p) ? p : null;
+  }
+
+  /** Asked from Redis itself (INFO server), so no pid file is needed. */
+  async redisPid(): Promise<number> {
+    const text = await new Promise<string>((resolve, reject) => {
+      const s = net.createConnection({ path: this.redisSocket! });
+      let data = "";
+      s.setTimeout(5000, () => s.destroy(new Error("redis INFO timed out")));
+      s.on("connect", () => s.write("INFO server\r\n"));
+      s.on("data", (d) => {
+        data += d.toString("latin1");
+        if (/process_id:\d+/.test(data) && data.endsWith("\r\n\r\n")) {
+          s.end();
+          resolve(data);
+        }
+      });
+      s.on("error", reject);
+    });
+    return Number(/process_id:(\d+)/.exec(text)![1]);
+  }
+
+  /** SIGSTOP the stack's redis-server for the duration of fn. */
+  async withRedisPaused<T>(fn: () => Promise<T>): Promise<T> {
+    const pid = await this.redisPid();
+    process.kill(pid, "SIGSTOP");
+    try {
+      return await fn();
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+  }
+
+  // ---- the daemon -----------------------------------------------------------
+
+  /** The stack's holdfastd: its pid file, else the process naming the stack dir. */
+  daemonPid(): number | null {
+    const dir = this.dir!;
+    const pidfile = join(dir, "holdfastd.pid");
+    if (existsSync(pidfile)) {
+      const pid = Number(readFileSync(pidfile, "utf8").trim());
+      if (pid > 0 && alive(pid)) return pid;
+    }
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      let argv: string[];
+      try {
+        argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      } catch {
+        continue;
+      }
+      if (basename(argv[0] ?? "") === "holdfastd" && argv.slice(1).some((a) => a.includes(dir)) && alive(Number(entry))) {
+        return Number(entry);
+      }
+    }
+    return null;
+  }
+
+  /** A stack we do not own must keep a pid file its `down` can use. */
+  get canRestart(): boolean {
+    return this.dir !== null && (this.owned || existsSync(join(this.dir, "holdfastd.pid")));
+  }
+
+  /** SIGTERM the daemon and start it again with the same argv, env and cwd. */
+  async restartDaemon(): Promise<void> {
+    const pid = this.daemonPid();
+    if (pid === null) throw new Error(`no holdfastd found for ${this.dir}`);
+    const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+    const env: Record<string, string> = {};
+    for (const kv of readFileSync(`/proc/${pid}/environ`, "utf8").split("\0")) {
+      const i = kv.indexOf("=");
+      if (i > 0) env[kv.slice(0, i)] = kv.slice(i + 1);
+    }
+    // systemd-style activation state must not leak into the new process
+    for (const k of ["LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET"]) delete env[k];
+    const cwd = readlinkSync(`/proc/${pid}/cwd`);
+    process.kill(pid, "SIGTERM");
+    const until = Date.now() + 15_000;
+    while (alive(pid)) {
+      if (Date.now() > until) throw new Error("holdfastd did not exit after SIGTERM");
+      await sleep(20);
+    }
+    const log = openSync(join(this.dir!, "holdfastd.log"), "a");
+    const child = spawn(argv[0], argv.slice(1), { cwd, env, stdio: ["ignore", log, log], detached: true });
+    closeSync(log);
+    child.unref();
+    this.spawned.push(child);
+    const pidfile = join(this.dir!, "holdfastd.pid");
+    if (existsSync(pidfile)) writeFileSync(pidfile, `${child.pid}\n`); // so `devstack.sh down` stops this one
+  }
+
+  private async stopSpawned(): Promise<void> {
+    for (const child of this.spawned) {
+      if (child.pid !== undefined && alive(child.pid)) {
+        child.kill("SIGTERM");
+        const until = Date.now() + 10_000;
+        while (alive(child.pid) && Date.now() < until) await sleep(20);
+        if (alive(child.pid)) child.kill("SIGKILL");
+      }
+    }
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const state = stat.slice(stat.lastIndexOf(")") + 2).split(" ")[0];
+    return state !== "Z" && state !== "X";
+  } catch {
+    return false;
+  }
+}
