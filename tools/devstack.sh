@@ -41,7 +41,7 @@ up() {
     as_pg "$PGBIN/psql" -h "$dir/pg" -U postgres -qtAc \
       "SELECT 1 FROM pg_database WHERE datname='holdfast'" | grep -q 1 ||
       as_pg "$PGBIN/createdb" -h "$dir/pg" -U postgres holdfast
-    "$HOLDFASTD" --migrate "host=$dir/pg dbname=holdfast user=postgres"
+    "$HOLDFASTD" --migrate --dsn "host=$dir/pg dbname=holdfast user=postgres"
     pg_section="postgres = { dsn = \"host=$dir/pg dbname=holdfast user=postgres\" },"
   fi
 
