@@ -1,13 +1,30 @@
-/* log.c - one line per event: UTC time, level, message. */
+/* log.c - one line per event: UTC time, level, message.
+ *
+ * Lines are gathered in a buffer and written to stderr with one write(2) per
+ * loop iteration (main.c calls hf_log_flush from a prepare handle, just
+ * before the loop waits for I/O), so a busy daemon does not pay a system call
+ * per request. Warnings and errors, and a buffer past its high-water mark,
+ * are written at once. */
 #include "log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+
+#define LOG_BUFFER (64 * 1024)
+#define LOG_LINE_MAX 8192
+#define LOG_HIGH_WATER (LOG_BUFFER - LOG_LINE_MAX)
 
 static enum hf_log_level current_level = HF_LOG_INFO;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
+
+static char buffer[LOG_BUFFER];
+static size_t buffered;
+static time_t stamp_second = -1;
+static char stamp[32]; /* "YYYY-MM-DDTHH:MM:SS" of stamp_second */
 
 void hf_log_set_level(enum hf_log_level level) { current_level = level; }
 
@@ -23,24 +40,39 @@ int hf_log_parse_level(const char *name, enum hf_log_level *out) {
     return -1;
 }
 
+void hf_log_flush(void) {
+    size_t off = 0;
+    while (off < buffered) {
+        ssize_t n = write(STDERR_FILENO, buffer + off, buffered - off);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break; /* nowhere to log to: drop rather than block */
+        off += (size_t)n;
+    }
+    buffered = 0;
+}
+
 void hf_log(enum hf_log_level level, const char *fmt, ...) {
     if (!hf_log_enabled(level)) return;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    char line[8192];
-    size_t n = strftime(line, sizeof line, "%Y-%m-%dT%H:%M:%S", &tm);
-    n += (size_t)snprintf(line + n, sizeof line - n, ".%03ldZ %-5s ",
-                          ts.tv_nsec / 1000000, level_names[level]);
+    if (ts.tv_sec != stamp_second) {
+        struct tm tm;
+        gmtime_r(&ts.tv_sec, &tm);
+        strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+        stamp_second = ts.tv_sec;
+    }
+    char *line = buffer + buffered;
+    size_t cap = LOG_LINE_MAX;
+    int n = snprintf(line, cap, "%s.%03ldZ %-5s ", stamp, ts.tv_nsec / 1000000,
+                     level_names[level]);
+    size_t len = n > 0 ? (size_t)n : 0;
     va_list ap;
     va_start(ap, fmt);
-    int w = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    int w = vsnprintf(line + len, cap - len - 1, fmt, ap);
     va_end(ap);
-    if (w < 0) w = 0;
-    n += (size_t)w;
-    if (n > sizeof line - 2) n = sizeof line - 2; /* truncated, still one line */
-    line[n++] = '\n';
-    /* One write per line so concurrent writers never interleave mid-line. */
-    fwrite(line, 1, n, stderr);
+    if (w > 0) len += (size_t)w;
+    if (len > cap - 2) len = cap - 2; /* truncated, still one line */
+    line[len++] = '\n';
+    buffered += len;
+    if (level >= HF_LOG_WARN || buffered > LOG_HIGH_WATER) hf_log_flush();
 }

@@ -10,6 +10,8 @@ void hf_log_set_level(enum hf_log_level level);
 bool hf_log_enabled(enum hf_log_level level);
 /* "debug" | "info" | "warn" | "error" -> 0, else -1. */
 int hf_log_parse_level(const char *name, enum hf_log_level *out);
+/* Write what is buffered (see log.c); call before the loop blocks and at exit. */
+void hf_log_flush(void);
 void hf_log(enum hf_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 

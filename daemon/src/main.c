@@ -28,6 +28,7 @@ struct app {
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
     uv_timer_t watchdog;
+    uv_prepare_t log_flush; /* one write(2) of log lines per loop iteration */
     bool ready_announced;
     bool last_ready;
     bool stopping;
@@ -83,9 +84,18 @@ static void shutdown_now(struct app *app) {
     uv_close((uv_handle_t *)&app->sighup, NULL);
     uv_close((uv_handle_t *)&app->drain_timer, NULL);
     uv_close((uv_handle_t *)&app->watchdog, NULL);
+    uv_close((uv_handle_t *)&app->log_flush, NULL);
 }
 
-static void on_idle(struct hf_daemon *d) { shutdown_now((struct app *)d); }
+static void on_drained(uv_timer_t *t) { shutdown_now(t->data); }
+
+/* The last request in flight finished. That may be inside a backend's reply
+ * callback, where freeing the backend is not allowed: shut down from the
+ * next loop iteration instead. */
+static void on_idle(struct hf_daemon *d) {
+    struct app *app = (struct app *)d;
+    uv_timer_start(&app->drain_timer, on_drained, 0, 0);
+}
 
 static void on_drain_timeout(uv_timer_t *t) {
     struct app *app = t->data;
@@ -134,6 +144,11 @@ static void on_reload(uv_signal_t *s, int signum) {
     hf_notify_ready(hf_daemon_ready(&app->d) ? "serving" : "backend unavailable; retrying");
 }
 
+static void on_log_flush(uv_prepare_t *p) {
+    (void)p;
+    hf_log_flush();
+}
+
 static void on_watchdog(uv_timer_t *t) {
     (void)t;
     hf_notify_watchdog();
@@ -175,6 +190,9 @@ static int run(const char *config_path) {
     uv_signal_start(&app->sighup, on_reload, SIGHUP);
     uv_timer_init(&app->loop, &app->drain_timer);
     app->drain_timer.data = app;
+    uv_prepare_init(&app->loop, &app->log_flush);
+    uv_prepare_start(&app->log_flush, on_log_flush);
+    uv_unref((uv_handle_t *)&app->log_flush); /* never keeps the loop alive */
     uv_timer_init(&app->loop, &app->watchdog);
     uint64_t wd = hf_notify_watchdog_usec();
     if (wd) uv_timer_start(&app->watchdog, on_watchdog, wd / 2000, wd / 2000);
@@ -196,6 +214,7 @@ static int run(const char *config_path) {
     if (rc != 0) log_warn("loop closed with handles open: %s", uv_strerror(rc));
     int exit_code = app->exit_code;
     log_info("stopped");
+    hf_log_flush();
     hf_config_unref(app->d.cfg);
     free(app);
     return exit_code;
