@@ -21,7 +21,8 @@
 #define CONFIG_INSTRUCTION_BUDGET 10000000
 #define CONFIG_HOOK_EVERY 1000
 
-enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST, F_FUNCTION };
+enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST, F_FUNCTION,
+                  F_STRING_LIST };
 
 struct field {
     const char *key;
@@ -60,6 +61,8 @@ static const struct field redis_fields[] = {
     {"command_timeout_ms", F_UINT, CFG(redis_command_timeout_ms), 1000, NULL, 5, 60000, NULL},
     {"script_path", F_ENUM, CFG(script_path), HF_SCRIPT_AUTO, NULL, 0, 0, script_names},
     {"release_path", F_ENUM, CFG(release_path), HF_RELEASE_AUTO, NULL, 0, 0, release_names},
+    {"cluster", F_BOOL, CFG(redis_cluster), 0, NULL, 0, 0, NULL},
+    {"seeds", F_STRING_LIST, CFG(redis_seeds), 0, NULL, 0, 0, NULL},
 };
 
 static const struct field postgres_fields[] = {
@@ -231,6 +234,37 @@ static bool read_id_list(struct hf_lua *ctx, lua_State *L, const char *key, uint
     return true;
 }
 
+static void free_string_list(char **list, size_t n) {
+    for (size_t i = 0; list && i < n; i++) free(list[i]);
+    free(list);
+}
+
+static bool read_string_list(struct hf_lua *ctx, lua_State *L, const char *key, char ***out,
+                             size_t *n_out) {
+    if (!lua_istable(L, -1)) return fail(ctx, key, "must be a list of strings");
+    size_t n = (size_t)luaL_len(L, -1);
+    char **list = n ? calloc(n, sizeof *list) : NULL;
+    if (n && !list) return fail(ctx, key, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        lua_geti(L, -1, (lua_Integer)i + 1);
+        size_t len = 0;
+        const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &len) : NULL;
+        char sub[300];
+        snprintf(sub, sizeof sub, "%.256s[%zu]", key, i + 1);
+        bool ok = s && len > 0 && strlen(s) == len;
+        if (ok) list[i] = strdup(s);
+        lua_pop(L, 1);
+        if (!ok || !list[i]) {
+            free_string_list(list, n);
+            return fail(ctx, sub, ok ? "out of memory" : "must be a non-empty string");
+        }
+    }
+    free_string_list(*out, *n_out);
+    *out = list;
+    *n_out = n;
+    return true;
+}
+
 static bool read_field(struct hf_lua *ctx, lua_State *L, const struct field *f,
                        const char *key, void *base) {
     char *slot = (char *)base + f->offset;
@@ -281,6 +315,11 @@ static bool read_field(struct hf_lua *ctx, lua_State *L, const struct field *f,
         size_t *count = (size_t *)(void *)(slot + sizeof(uint32_t *));
         return read_id_list(ctx, L, key, list, count);
     }
+    case F_STRING_LIST: {
+        char ***list = (char ***)(void *)slot;
+        size_t *count = (size_t *)(void *)(slot + sizeof(char **));
+        return read_string_list(ctx, L, key, list, count);
+    }
     }
     return fail(ctx, key, "internal: unknown field type");
 }
@@ -296,7 +335,8 @@ static void apply_defaults(const struct field *fields, size_t n, void *base) {
         case F_STRING:
             *(char **)(void *)slot = fields[i].def_str ? strdup(fields[i].def_str) : NULL;
             break;
-        case F_ID_LIST: break; /* zeroed by calloc */
+        case F_ID_LIST:
+        case F_STRING_LIST: break; /* zeroed by calloc */
         case F_FUNCTION: *(int *)(void *)slot = 0; break;
         }
     }
@@ -384,12 +424,26 @@ static bool read_namespaces(struct hf_lua *ctx, lua_State *L, struct hf_config *
     return true;
 }
 
+static bool valid_redis_address(const char *a) {
+    return strncmp(a, "unix:", 5) == 0 || strrchr(a, ':') != NULL;
+}
+
 static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
     if (cfg->default_timeout_ms > cfg->max_timeout_ms)
         return fail(ctx, "limits.default_timeout_ms", "must not exceed limits.max_timeout_ms (%u)",
                     cfg->max_timeout_ms);
-    if (strncmp(cfg->redis_address, "unix:", 5) != 0 && !strrchr(cfg->redis_address, ':'))
+    if (!valid_redis_address(cfg->redis_address))
         return fail(ctx, "redis.address", "must be \"unix:/path\" or \"host:port\"");
+    for (size_t i = 0; i < cfg->n_redis_seeds; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "redis.seeds[%zu]", i + 1);
+        if (!valid_redis_address(cfg->redis_seeds[i]))
+            return fail(ctx, key, "must be \"unix:/path\" or \"host:port\"");
+    }
+    if (cfg->n_redis_seeds && !cfg->redis_cluster)
+        return fail(ctx, "redis.seeds", "is only used with redis.cluster = true");
+    if (cfg->redis_cluster && cfg->redis_db != 0)
+        return fail(ctx, "redis.db", "must be 0 with redis.cluster (a cluster has one database)");
     if (strlen(cfg->socket_path) >= 108)
         return fail(ctx, "socket.path", "longer than a Unix socket path may be (107 bytes)");
     return true;
@@ -602,6 +656,9 @@ static void free_strings(const struct field *fields, size_t n, void *base) {
         char *slot = (char *)base + fields[i].offset;
         if (fields[i].type == F_STRING || fields[i].type == F_ID_LIST)
             free(*(void **)(void *)slot);
+        else if (fields[i].type == F_STRING_LIST)
+            free_string_list(*(char ***)(void *)slot,
+                             *(size_t *)(void *)(slot + sizeof(char **)));
     }
 }
 
@@ -630,6 +687,13 @@ static bool str_differs(const char *a, const char *b) {
     return strcmp(a, b) != 0;
 }
 
+static bool string_lists_differ(char *const *a, size_t na, char *const *b, size_t nb) {
+    if (na != nb) return true;
+    for (size_t i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0) return true;
+    return false;
+}
+
 void hf_config_warn_restart_only(const struct hf_config *o, const struct hf_config *n) {
     if (str_differs(o->socket_path, n->socket_path) || o->socket_mode != n->socket_mode ||
         str_differs(o->socket_group, n->socket_group))
@@ -638,8 +702,12 @@ void hf_config_warn_restart_only(const struct hf_config *o, const struct hf_conf
         str_differs(o->redis_username, n->redis_username) ||
         str_differs(o->redis_password, n->redis_password) || o->redis_db != n->redis_db ||
         o->redis_pool_size != n->redis_pool_size || o->script_path != n->script_path ||
-        o->release_path != n->release_path)
+        o->release_path != n->release_path || o->redis_cluster != n->redis_cluster ||
+        string_lists_differ(o->redis_seeds, o->n_redis_seeds, n->redis_seeds, n->n_redis_seeds))
         log_warn("config reload: redis settings changed; they take effect on restart");
-    if (str_differs(o->pg_dsn, n->pg_dsn) || o->pg_pool_size != n->pg_pool_size)
+    if (str_differs(o->pg_dsn, n->pg_dsn) || o->pg_pool_size != n->pg_pool_size ||
+        o->pg_connect_timeout_ms != n->pg_connect_timeout_ms ||
+        o->pg_statement_timeout_ms != n->pg_statement_timeout_ms ||
+        o->pg_idempotency_retention_s != n->pg_idempotency_retention_s)
         log_warn("config reload: postgres settings changed; they take effect on restart");
 }

@@ -50,6 +50,9 @@ struct hf_config {
     uint32_t redis_command_timeout_ms;
     enum hf_script_pref script_path;
     enum hf_release_pref release_path;
+    bool redis_cluster;        /* address (and seeds) are Redis Cluster nodes */
+    char **redis_seeds;        /* more cluster nodes to ask for the slot map */
+    size_t n_redis_seeds;
 
     char *pg_dsn;              /* NULL: PostgreSQL not configured */
     uint32_t pg_pool_size;

@@ -47,6 +47,9 @@ static const struct {
     [HF_C_CONFIG_RELOADS] = {"holdfast_config_reloads_total", "Successful configuration reloads."},
     [HF_C_CONFIG_RELOAD_FAILURES] = {"holdfast_config_reload_failures_total", "Reloads refused because the new file was invalid."},
     [HF_C_POLICY_HOOK_FAILURES] = {"holdfast_policy_hook_failures_total", "Admit hooks that raised an error or ran out of budget."},
+    [HF_C_REDIS_MOVED] = {"holdfast_redis_redirects_total{kind=\"moved\"}", "Redis Cluster redirections followed (MOVED: slot owner changed; ASK: slot migrating)."},
+    [HF_C_REDIS_ASK] = {"holdfast_redis_redirects_total{kind=\"ask\"}", NULL},
+    [HF_C_REDIS_CLUSTER_REFRESHES] = {"holdfast_redis_cluster_slot_refreshes_total", "Redis Cluster slot maps fetched (CLUSTER SLOTS)."},
 };
 
 static const struct {
@@ -55,10 +58,11 @@ static const struct {
 } gauge_info[HF_G__COUNT] = {
     [HF_G_CONNECTIONS] = {"holdfast_client_connections", "Open client connections."},
     [HF_G_IN_FLIGHT] = {"holdfast_requests_in_flight", "Requests being processed."},
-    [HF_G_REDIS_CONNECTED] = {"holdfast_redis_pool_connected", "Redis pool connections that are ready."},
-    [HF_G_REDIS_POOL_SIZE] = {"holdfast_redis_pool_size", "Configured Redis pool size."},
+    [HF_G_REDIS_CONNECTED] = {"holdfast_redis_pool_connected", "Redis pool connections that are ready (all cluster nodes)."},
+    [HF_G_REDIS_POOL_SIZE] = {"holdfast_redis_pool_size", "Redis pool connections kept (pool_size per cluster primary)."},
     [HF_G_PG_CONNECTED] = {"holdfast_postgres_pool_connected", "PostgreSQL pool connections that are ready."},
     [HF_G_PG_POOL_SIZE] = {"holdfast_postgres_pool_size", "Configured PostgreSQL pool size."},
+    [HF_G_REDIS_CLUSTER_NODES] = {"holdfast_redis_cluster_nodes", "Primaries in the Redis Cluster slot map (0 when not in cluster mode)."},
 };
 
 void hf_metrics_request(enum hf_op op, hf_code code, bool degraded, uint64_t latency_us) {
@@ -144,10 +148,15 @@ char *hf_metrics_render(void) {
         put(&b, "holdfast_request_duration_seconds_count{op=\"%s\"} %llu\n", name,
             (unsigned long long)m.latency_count[op]);
     }
-    for (int c = 0; c < HF_C__COUNT; c++)
-        put(&b, "# HELP %s %s\n# TYPE %s counter\n%s %llu\n", counter_info[c].name,
-            counter_info[c].help, counter_info[c].name, counter_info[c].name,
-            (unsigned long long)m.counters[c]);
+    for (int c = 0; c < HF_C__COUNT; c++) {
+        /* A labelled series without help text continues the family above. */
+        const char *name = counter_info[c].name;
+        int family = (int)strcspn(name, "{");
+        if (counter_info[c].help)
+            put(&b, "# HELP %.*s %s\n# TYPE %.*s counter\n", family, name, counter_info[c].help,
+                family, name);
+        put(&b, "%s %llu\n", name, (unsigned long long)m.counters[c]);
+    }
     for (int g = 0; g < HF_G__COUNT; g++)
         put(&b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", gauge_info[g].name,
             gauge_info[g].help, gauge_info[g].name, gauge_info[g].name, (long long)m.gauges[g]);

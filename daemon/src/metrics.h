@@ -28,6 +28,9 @@ enum hf_counter {
     HF_C_CONFIG_RELOADS,
     HF_C_CONFIG_RELOAD_FAILURES,
     HF_C_POLICY_HOOK_FAILURES,
+    HF_C_REDIS_MOVED,   /* these two render as one family with a kind label */
+    HF_C_REDIS_ASK,
+    HF_C_REDIS_CLUSTER_REFRESHES,
     HF_C__COUNT
 };
 
@@ -38,6 +41,7 @@ enum hf_gauge {
     HF_G_REDIS_POOL_SIZE,
     HF_G_PG_CONNECTED,
     HF_G_PG_POOL_SIZE,
+    HF_G_REDIS_CLUSTER_NODES,
     HF_G__COUNT
 };
 

@@ -15,7 +15,7 @@
 struct hold_call {
     struct hf_request *req;
     struct hf_target *t;
-    struct hf_redis_conn *conn;
+    struct hf_redis_conn *conn; /* the connection whose script made the grant */
     uint32_t ttl;
     uint64_t fence;
     char random[HF_TOKEN_RANDOM_CHARS + 1];
@@ -194,18 +194,14 @@ void hf_op_hold(struct hf_request *req) {
         hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "getrandom failed");
         return;
     }
-    hc->conn = hf_redis_pool_pick(hf_scripts_pool(req->d->scripts));
-    if (!hc->conn) {
-        free(hc);
-        hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "hold");
-        return;
-    }
     char ttl_s[16];
     snprintf(ttl_s, sizeof ttl_s, "%u", ttl);
     const char *args[] = {hc->random, ttl_s};
     size_t lens[] = {HF_TOKEN_RANDOM_CHARS, strlen(ttl_s)};
     hf_request_ref(req);
-    if (hf_scripts_call(req->d->scripts, hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
+    /* hc->conn is set to the connection that ran the script (in a cluster,
+     * possibly another node's after a redirection) before on_hold_reply. */
+    if (hf_scripts_call(req->d->scripts, &hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
                         t->keys->lens, 2, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                         on_hold_reply, hc) != 0) {

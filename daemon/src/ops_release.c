@@ -121,9 +121,10 @@ static void classify_leftovers(struct delex_call *dc) {
         item->index = i;
         const char *argv[] = {"GET", ks->keys[i + 1]};
         size_t lens[] = {3, ks->lens[i + 1]};
-        if (hf_redis_pool_command(hf_scripts_pool(req->d->scripts), 2, argv, lens,
-                                  hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
-                                  on_classify, item) != 0) {
+        if (hf_scripts_command(req->d->scripts, NULL, ks->keys[i + 1], ks->lens[i + 1], 2, argv,
+                               lens,
+                               hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                               on_classify, item) != 0) {
             free(item);
             if (!dc->first_index) {
                 dc->first_index = i + 1;
@@ -165,7 +166,9 @@ static void release_with_delex(struct hf_request *req, struct hf_target *t, cons
     dc->req = req;
     dc->t = t;
     hf_request_ref(req);
-    struct hf_redis_conn *conn = hf_redis_pool_pick(hf_scripts_pool(req->d->scripts));
+    /* One connection for all ids (one partition, so one node in a cluster). */
+    struct hf_redis_conn *conn =
+        hf_scripts_pick(req->d->scripts, t->keys->keys[1], t->keys->lens[1]);
     dc->outstanding = 1; /* guard while sending */
     for (size_t i = 0; conn && i < t->n_ids; i++) {
         struct delex_item *item = malloc(sizeof *item);
@@ -178,9 +181,10 @@ static void release_with_delex(struct hf_request *req, struct hf_target *t, cons
         item->index = i;
         const char *argv[] = {"DELEX", t->keys->keys[i + 1], "IFEQ", token};
         size_t lens[] = {5, t->keys->lens[i + 1], 4, strlen(token)};
-        if (hf_redis_conn_command(conn, 4, argv, lens,
-                                  hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
-                                  on_delex_reply, item) != 0) {
+        if (hf_scripts_command(req->d->scripts, conn, t->keys->keys[i + 1], t->keys->lens[i + 1],
+                               4, argv, lens,
+                               hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                               on_delex_reply, item) != 0) {
             free(item);
             dc->failed = true;
             dc->failure = HF_REDIS_NOT_SENT;

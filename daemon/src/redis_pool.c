@@ -34,6 +34,7 @@ struct hf_redis_pool {
     char *password;
     uint32_t db;
     uint32_t connect_timeout_ms;
+    bool no_metrics;
     hf_redis_setup_fn *setup;
     hf_redis_state_fn *on_state;
     void *ud;
@@ -64,7 +65,8 @@ static void set_state(struct hf_redis_conn *conn, enum conn_state state) {
     conn->state = state;
     if (was_ready == is_ready) return;
     pool->ready += is_ready ? 1 : (unsigned)-1;
-    hf_metrics_gauge_set(HF_G_REDIS_CONNECTED, pool->ready);
+    /* Added, not set: a cluster has one pool per node. */
+    if (!pool->no_metrics) hf_metrics_gauge_add(HF_G_REDIS_CONNECTED, is_ready ? 1 : -1);
     if (pool->on_state && !pool->closing) pool->on_state(pool->ud, pool->ready);
 }
 
@@ -135,6 +137,7 @@ int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **arg
 
 struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool) {
     struct hf_redis_conn *best = NULL;
+    if (!pool) return NULL;
     for (unsigned i = 0; i < pool->n; i++) {
         struct hf_redis_conn *c = &pool->conns[i];
         if (c->state == C_READY && (!best || c->pending < best->pending)) best = c;
@@ -151,6 +154,10 @@ int hf_redis_pool_command(struct hf_redis_pool *pool, int argc, const char **arg
 }
 
 unsigned hf_redis_pool_ready_count(const struct hf_redis_pool *pool) { return pool->ready; }
+
+const char *hf_redis_pool_address(const struct hf_redis_pool *pool) { return pool->address; }
+
+struct hf_redis_pool *hf_redis_conn_pool(const struct hf_redis_conn *conn) { return conn->pool; }
 
 void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok) {
     if (conn->state != C_SETUP) return;
@@ -170,7 +177,7 @@ void hf_redis_conn_reset(struct hf_redis_conn *conn, const char *why) {
     /* IDLE with a context: a free is already under way (deferred by hiredis
      * until its current callback returns). */
     if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED) return;
-    log_warn("redis: resetting connection %u: %s", conn->index, why);
+    log_warn("redis: resetting connection %u to %s: %s", conn->index, conn->pool->address, why);
     bool connected = conn->state == C_SETUP || conn->state == C_READY;
     set_state(conn, C_IDLE);
     if (connected) {
@@ -228,7 +235,8 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     struct hf_redis_conn *conn = ac->data;
     conn->ac = NULL;
     if (!conn->pool->closing && status != REDIS_OK)
-        log_warn("redis: connection %u lost: %s", conn->index, ac->errstr);
+        log_warn("redis: connection %u to %s lost: %s", conn->index, conn->pool->address,
+                 ac->errstr);
     schedule_reconnect(conn);
 }
 
@@ -290,11 +298,12 @@ struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
     pool->password = opts->password ? strdup(opts->password) : NULL;
     pool->db = opts->db;
     pool->connect_timeout_ms = opts->connect_timeout_ms;
+    pool->no_metrics = opts->no_metrics;
     pool->setup = setup;
     pool->on_state = on_state;
     pool->ud = ud;
     pool->n = n;
-    hf_metrics_gauge_set(HF_G_REDIS_POOL_SIZE, n);
+    if (!pool->no_metrics) hf_metrics_gauge_add(HF_G_REDIS_POOL_SIZE, n);
     for (unsigned i = 0; i < n; i++) {
         struct hf_redis_conn *conn = &pool->conns[i];
         conn->pool = pool;
@@ -335,4 +344,11 @@ void hf_redis_pool_close(struct hf_redis_pool *pool) {
         conn->state = C_CLOSED;
         uv_close((uv_handle_t *)&conn->timer, on_pool_timer_closed);
     }
+    /* Connections whose free hiredis deferred left the count without
+     * passing through set_state(). */
+    if (!pool->no_metrics) {
+        hf_metrics_gauge_add(HF_G_REDIS_CONNECTED, -(int64_t)pool->ready);
+        hf_metrics_gauge_add(HF_G_REDIS_POOL_SIZE, -(int64_t)pool->n);
+    }
+    pool->ready = 0;
 }

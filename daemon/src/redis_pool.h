@@ -32,6 +32,7 @@ struct hf_redis_pool_options {
     uint32_t db;
     uint32_t pool_size;
     uint32_t connect_timeout_ms;
+    bool no_metrics;      /* leave the pool gauges alone (cluster seed connections) */
 };
 
 /* A connection came up (authenticated, db selected). The owner sends its
@@ -47,7 +48,8 @@ struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
                                            hf_redis_setup_fn *setup, hf_redis_state_fn *on_state,
                                            void *ud);
 
-/* The ready connection with the fewest replies outstanding, or NULL. */
+/* The ready connection with the fewest replies outstanding, or NULL (also
+ * for a NULL pool). */
 struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool);
 
 /* Send on a given connection. 0, or a negative errno-style code when the
@@ -66,6 +68,9 @@ void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok);
 void hf_redis_conn_reset(struct hf_redis_conn *conn, const char *why);
 
 unsigned hf_redis_pool_ready_count(const struct hf_redis_pool *pool);
+/* The address the pool connects to, as configured ("host:port", "unix:..."). */
+const char *hf_redis_pool_address(const struct hf_redis_pool *pool);
+struct hf_redis_pool *hf_redis_conn_pool(const struct hf_redis_conn *conn);
 
 /* Close every connection (pending calls end DISCONNECTED) and free the pool
  * once its handles are closed; the loop must run for that. NULL is a no-op. */

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "redis_cluster.h"
 
 extern const char holdfast_library_lua[];
 extern const unsigned long holdfast_library_lua_len;
@@ -28,7 +29,8 @@ static const struct {
 
 struct hf_scripts {
     uv_loop_t *loop;
-    struct hf_redis_pool *pool;
+    struct hf_redis_pool *pool;       /* single server, or */
+    struct hf_redis_cluster *cluster; /* Redis Cluster */
     enum hf_script_pref script_pref;
     enum hf_release_pref release_pref;
     uint32_t setup_timeout_ms;
@@ -79,10 +81,12 @@ static const char *path_name(enum hf_call_path p) {
     }
 }
 
-const char *hf_scripts_path_name(const struct hf_scripts *s) { return path_name(s->path); }
+const char *hf_scripts_path_name(const struct hf_scripts *s) {
+    return path_name(s ? s->path : HF_PATH_NONE);
+}
 
 bool hf_scripts_release_uses_delex(const struct hf_scripts *s) {
-    return s->release_pref != HF_RELEASE_SCRIPT && s->delex == HF_DELEX_PRESENT;
+    return s && s->release_pref != HF_RELEASE_SCRIPT && s->delex == HF_DELEX_PRESENT;
 }
 
 const char *hf_scripts_release_path_name(const struct hf_scripts *s) {
@@ -90,10 +94,12 @@ const char *hf_scripts_release_path_name(const struct hf_scripts *s) {
 }
 
 bool hf_scripts_ready(const struct hf_scripts *s) {
+    if (!s) return false;
+    if (s->cluster) return hf_redis_cluster_ready(s->cluster);
     return s->pool && hf_redis_pool_ready_count(s->pool) > 0;
 }
 
-struct hf_redis_pool *hf_scripts_pool(struct hf_scripts *s) { return s->pool; }
+struct hf_redis_pool *hf_scripts_pool(struct hf_scripts *s) { return s ? s->pool : NULL; }
 
 /* ---- per-connection set-up: load, decide the path, detect DELEX ---- */
 
@@ -283,6 +289,32 @@ static void on_pool_state(void *ud, unsigned ready) {
     if (s->on_ready) s->on_ready(s->ud, ready > 0);
 }
 
+/* The seeds are redis.address and redis.seeds; every primary found in the
+ * slot map gets its own pool, set up like the single pool. */
+static struct hf_redis_cluster *create_cluster(uv_loop_t *loop, const struct hf_config *cfg,
+                                               struct hf_scripts *s) {
+    size_t n = 1 + cfg->n_redis_seeds;
+    const char **seeds = calloc(n, sizeof *seeds);
+    if (!seeds) return NULL;
+    seeds[0] = cfg->redis_address;
+    for (size_t i = 0; i < cfg->n_redis_seeds; i++) seeds[i + 1] = cfg->redis_seeds[i];
+    struct hf_redis_cluster_options opts = {
+        .seeds = seeds,
+        .n_seeds = n,
+        .username = cfg->redis_username,
+        .password = cfg->redis_password,
+        .pool_size = cfg->redis_pool_size,
+        .connect_timeout_ms = cfg->redis_connect_timeout_ms,
+        .command_timeout_ms = s->setup_timeout_ms,
+    };
+    struct hf_redis_cluster *c =
+        hf_redis_cluster_create(loop, &opts, on_connection_setup, on_pool_state, s);
+    free(seeds);
+    if (c) log_info("redis: cluster mode, slot map from %s%s", cfg->redis_address,
+                    cfg->n_redis_seeds ? " (or the other seeds)" : "");
+    return c;
+}
+
 struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cfg,
                                      hf_scripts_ready_fn *on_ready, void *ud) {
     struct hf_scripts *s = calloc(1, sizeof *s);
@@ -298,6 +330,14 @@ struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cf
     if (build_eval_bodies(s) != 0) {
         hf_scripts_close(s);
         return NULL;
+    }
+    if (cfg->redis_cluster) {
+        s->cluster = create_cluster(loop, cfg, s);
+        if (!s->cluster) {
+            hf_scripts_close(s);
+            return NULL;
+        }
+        return s;
     }
     struct hf_redis_pool_options opts = {
         .address = cfg->redis_address,
@@ -318,6 +358,7 @@ struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cf
 void hf_scripts_close(struct hf_scripts *s) {
     if (!s) return;
     hf_redis_pool_close(s->pool);
+    hf_redis_cluster_close(s->cluster);
     for (int i = 0; i < HF_FN__COUNT; i++) free(s->eval_body[i]);
     free(s);
 }
@@ -330,7 +371,8 @@ struct scall {
     hf_redis_cb *cb;
     void *privdata;
     uint64_t deadline_ms;
-    struct hf_redis_conn *conn; /* NULL: any ready connection */
+    struct hf_redis_conn **conn_io; /* the caller's, told where the reply came from */
+    struct hf_redis_conn *conn;     /* where the last send went */
     bool resent;
     int argc;
     const char **argv;
@@ -356,11 +398,25 @@ static bool code_missing(const redisReply *r) {
 
 static void on_call_reply(void *privdata, enum hf_redis_status status, redisReply *r);
 
-static int send_call(struct scall *c, struct hf_redis_conn *conn, uint32_t timeout_ms) {
-    if (conn) return hf_redis_conn_command(conn, c->argc, c->argv, c->argvlen, timeout_ms,
-                                           on_call_reply, c);
-    return hf_redis_pool_command(c->s->pool, c->argc, c->argv, c->argvlen, timeout_ms,
-                                 on_call_reply, c);
+/* To `first`, or a connection that serves the call's first key. */
+static int send_call(struct scall *c, struct hf_redis_conn *first, uint32_t timeout_ms) {
+    struct hf_scripts *s = c->s;
+    if (s->cluster)
+        return hf_redis_cluster_command(s->cluster, first, &c->conn, c->argv[3], c->argvlen[3],
+                                        c->argc, c->argv, c->argvlen, timeout_ms,
+                                        on_call_reply, c);
+    struct hf_redis_conn *conn = first ? first : hf_redis_pool_pick(s->pool);
+    if (!conn) return -ENOTCONN;
+    int rc = hf_redis_conn_command(conn, c->argc, c->argv, c->argvlen, timeout_ms,
+                                   on_call_reply, c);
+    if (rc == 0) c->conn = conn;
+    return rc;
+}
+
+static void call_done(struct scall *c, enum hf_redis_status status, redisReply *r) {
+    if (c->conn_io) *c->conn_io = c->conn;
+    c->cb(c->privdata, status, r);
+    free(c);
 }
 
 static void on_call_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
@@ -371,9 +427,10 @@ static void on_call_reply(void *privdata, enum hf_redis_status status, redisRepl
          * answer this call through EVAL now and reload for the next ones. */
         hf_metrics_inc(HF_C_REDIS_NOSCRIPT_RECOVERIES);
         if (s->path == HF_PATH_FCALL && !s->reloading) {
-            struct hf_redis_conn *conn = hf_redis_pool_pick(s->pool);
+            /* On the connection that said so: in a cluster, only that
+             * node may have lost the library. */
             int rc = -1;
-            if (conn) send_function_load(s, conn, on_reload_done, s, &rc);
+            send_function_load(s, c->conn, on_reload_done, s, &rc);
             s->reloading = rc == 0;
         }
         uint64_t now = uv_now(s->loop);
@@ -383,27 +440,27 @@ static void on_call_reply(void *privdata, enum hf_redis_status status, redisRepl
             c->argvlen[0] = 4;
             c->argv[1] = s->eval_body[c->fn];
             c->argvlen[1] = s->eval_len[c->fn];
-            /* Same connection when one was asked for: a WAIT that follows must
-             * see this write on its own connection. */
+            /* Same connection: a WAIT that follows must see this write on
+             * its own connection. */
             if (send_call(c, c->conn, (uint32_t)(c->deadline_ms - now)) == 0) return;
         }
-        c->cb(c->privdata, HF_REDIS_DISCONNECTED, NULL);
-        free(c);
+        call_done(c, HF_REDIS_DISCONNECTED, NULL);
         return;
     }
     if (status == HF_REDIS_OK && r->type == REDIS_REPLY_ERROR) {
         hf_metrics_inc(HF_C_REDIS_ERRORS);
         log_warn("redis: %s failed: %s", fn_names[c->fn].function, r->str);
     }
-    c->cb(c->privdata, status, r);
-    free(c);
+    call_done(c, status, r);
 }
 
-int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn *conn, enum hf_script_fn fn,
+int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
                     size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
                     const char *const *args, const size_t *arglens, uint32_t timeout_ms,
                     hf_redis_cb *cb, void *privdata) {
-    if (s->path == HF_PATH_NONE) return -ENOTCONN;
+    /* NULL: the daemon is shutting down (requests may outlive the backends). */
+    if (!s || s->path == HF_PATH_NONE) return -ENOTCONN;
+    if (nkeys == 0) return -EINVAL;
     int argc = 3 + (int)nkeys + (int)nargs;
     size_t bytes = 0;
     for (size_t i = 0; i < nkeys; i++) bytes += keylens[i];
@@ -412,7 +469,7 @@ int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn *conn, enum hf_sc
                              bytes + 24);
     if (!c) return -ENOMEM;
     *c = (struct scall){.s = s, .fn = fn, .cb = cb, .privdata = privdata, .argc = argc,
-                        .conn = conn};
+                        .conn_io = conn};
     c->argv = (const char **)(c + 1);
     c->argvlen = (size_t *)(c->argv + argc);
     char *p = (char *)(c->argvlen + argc);
@@ -450,7 +507,24 @@ int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn *conn, enum hf_sc
         p += arglens[i];
     }
     c->deadline_ms = uv_now(s->loop) + timeout_ms;
-    int rc = send_call(c, conn, timeout_ms);
+    int rc = send_call(c, conn ? *conn : NULL, timeout_ms);
     if (rc != 0) free(c);
     return rc;
+}
+
+int hf_scripts_command(struct hf_scripts *s, struct hf_redis_conn *conn, const char *key,
+                       size_t keylen, int argc, const char **argv, const size_t *argvlen,
+                       uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
+    if (!s) return -ENOTCONN;
+    if (s->cluster)
+        return hf_redis_cluster_command(s->cluster, conn, NULL, key, keylen, argc, argv, argvlen,
+                                        timeout_ms, cb, privdata);
+    if (conn) return hf_redis_conn_command(conn, argc, argv, argvlen, timeout_ms, cb, privdata);
+    return hf_redis_pool_command(s->pool, argc, argv, argvlen, timeout_ms, cb, privdata);
+}
+
+struct hf_redis_conn *hf_scripts_pick(struct hf_scripts *s, const char *key, size_t keylen) {
+    if (!s) return NULL;
+    if (s->cluster) return hf_redis_cluster_pick(s->cluster, key, keylen);
+    return hf_redis_pool_pick(s->pool);
 }

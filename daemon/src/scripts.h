@@ -41,21 +41,36 @@ enum hf_delex_state { HF_DELEX_UNKNOWN, HF_DELEX_ABSENT, HF_DELEX_PRESENT, HF_DE
 struct hf_scripts;
 
 /* Called when Redis becomes usable (library loaded on at least one
- * connection) or stops being usable. */
+ * connection; in cluster mode: slot map complete and every primary with a
+ * ready connection) or stops being usable. */
 typedef void hf_scripts_ready_fn(void *ud, bool ready);
 
-/* Creates the Redis pool too; loading happens on every (re)connect. */
+/* Creates the Redis pool (or, with redis.cluster, the cluster's pools)
+ * too; loading happens on every (re)connect to every node. */
 struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cfg,
                                      hf_scripts_ready_fn *on_ready, void *ud);
 void hf_scripts_close(struct hf_scripts *s);
 
-/* Call a library function. keys/args are copied. conn may be NULL (pick
- * one). 0, or negative when nothing was sent (cb is then never called). */
-int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn *conn, enum hf_script_fn fn,
+/* Call a library function. keys/args are copied; nkeys >= 1 (the first key
+ * routes the call in cluster mode). conn may be NULL; otherwise *conn, when
+ * not NULL, is the connection to try first, and *conn is set to the
+ * connection that gave the reply before cb runs (a cluster redirection may
+ * change it), so that a WAIT can follow on the connection that wrote. 0, or
+ * negative when nothing was sent (cb is then never called). */
+int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
                     size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
                     const char *const *args, const size_t *arglens, uint32_t timeout_ms,
                     hf_redis_cb *cb, void *privdata);
 
+/* A plain command about `key` (DELEX, GET): on `conn` when not NULL, else on
+ * a connection that serves the key; cluster redirections are followed. */
+int hf_scripts_command(struct hf_scripts *s, struct hf_redis_conn *conn, const char *key,
+                       size_t keylen, int argc, const char **argv, const size_t *argvlen,
+                       uint32_t timeout_ms, hf_redis_cb *cb, void *privdata);
+/* A ready connection that serves `key`, or NULL. */
+struct hf_redis_conn *hf_scripts_pick(struct hf_scripts *s, const char *key, size_t keylen);
+
+/* The single pool; NULL in cluster mode (use hf_scripts_pick). */
 struct hf_redis_pool *hf_scripts_pool(struct hf_scripts *s);
 bool hf_scripts_ready(const struct hf_scripts *s);
 /* Release goes through DELEX ... IFEQ (configured and detected). */
