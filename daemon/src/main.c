@@ -18,6 +18,8 @@
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "pg_migrate.h"
+#include "pg_pool.h"
 #include "scripts.h"
 #include "server.h"
 #include "token.h"
@@ -39,6 +41,8 @@ static void usage(FILE *out) {
     fprintf(out,
             "usage: holdfastd --config FILE      run in the foreground\n"
             "       holdfastd --check-config FILE validate FILE and exit (0 = valid)\n"
+            "       holdfastd --migrate [--config FILE] [--dsn DSN]\n"
+            "                 apply the PostgreSQL schema migrations and exit (0 = up to date)\n"
             "       holdfastd --version\n");
 }
 
@@ -66,6 +70,12 @@ static void on_redis_ready(void *ud, bool ready) {
     update_readiness(ud);
 }
 
+static void on_pg_state(void *ud, unsigned ready) {
+    struct app *app = ud;
+    app->d.pg_ready = ready > 0;
+    update_readiness(app);
+}
+
 static void close_walk_cb(uv_handle_t *h, void *arg) {
     (void)arg;
     if (!uv_is_closing(h)) uv_close(h, NULL);
@@ -79,6 +89,8 @@ static void shutdown_now(struct app *app) {
     app->d.server = NULL;
     hf_scripts_close(app->d.scripts);
     app->d.scripts = NULL;
+    hf_pg_pool_close(app->d.pg);
+    app->d.pg = NULL;
     uv_close((uv_handle_t *)&app->sigterm, NULL);
     uv_close((uv_handle_t *)&app->sigint, NULL);
     uv_close((uv_handle_t *)&app->sighup, NULL);
@@ -198,7 +210,8 @@ static int run(const char *config_path) {
     if (wd) uv_timer_start(&app->watchdog, on_watchdog, wd / 2000, wd / 2000);
 
     app->d.scripts = hf_scripts_create(&app->loop, cfg, on_redis_ready, app);
-    app->d.server = app->d.scripts ? hf_server_create(&app->d) : NULL;
+    if (cfg->pg_dsn) app->d.pg = hf_pg_pool_create(&app->loop, cfg, on_pg_state, app);
+    app->d.server = app->d.scripts && (app->d.pg || !cfg->pg_dsn) ? hf_server_create(&app->d) : NULL;
     if (!app->d.server) {
         log_error("start-up failed");
         app->exit_code = 1;
@@ -237,20 +250,27 @@ int main(int argc, char **argv) {
         {"config", required_argument, NULL, 'c'},
         {"check-config", required_argument, NULL, 'k'},
         {"version", no_argument, NULL, 'V'},
+        {"migrate", no_argument, NULL, 'm'},
+        {"dsn", required_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL;
+    const char *dsn = NULL;
+    bool migrate = false;
     int opt;
-    while ((opt = getopt_long(argc, argv, "c:k:Vh", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "c:k:Vhmd:", options, NULL)) != -1) {
         switch (opt) {
         case 'c': config = optarg; break;
         case 'k': return check_config(optarg);
         case 'V': printf("holdfastd %s (library %s)\n", HOLDFAST_VERSION, HF_LIBRARY_NAME); return 0;
         case 'h': usage(stdout); return 0;
+        case 'm': migrate = true; break;
+        case 'd': dsn = optarg; break;
         default: usage(stderr); return 2;
         }
     }
+    if (migrate && optind == argc) return hf_pg_migrate_command(config, dsn);
     if (!config || optind != argc) {
         usage(stderr);
         return 2;
