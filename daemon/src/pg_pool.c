@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "log.h"
 #include "metrics.h"
 #include "pg_migrate.h"
@@ -445,11 +446,8 @@ static void schedule_reconnect(struct pg_conn *c) {
         return;
     }
     set_state(c, C_IDLE);
-    unsigned shift = c->failures < 5 ? c->failures : 5;
-    uint64_t delay = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (delay > BACKOFF_MAX_MS) delay = BACKOFF_MAX_MS;
-    c->failures++;
-    uv_timer_start(&c->timer, on_backoff, delay, 0);
+    uv_timer_start(&c->timer, on_backoff,
+                   hf_backoff_next_ms(&c->failures, BACKOFF_MIN_MS, BACKOFF_MAX_MS), 0);
 }
 
 /* Drop the connection and schedule a new one. A call in flight ends

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -76,11 +77,8 @@ static void schedule_reconnect(struct hf_redis_conn *conn) {
         return;
     }
     set_state(conn, C_IDLE);
-    unsigned shift = conn->failures < 6 ? conn->failures : 6;
-    uint64_t delay = (uint64_t)BACKOFF_MIN_MS << shift;
-    if (delay > BACKOFF_MAX_MS) delay = BACKOFF_MAX_MS;
-    conn->failures++;
-    uv_timer_start(&conn->timer, on_backoff, delay, 0);
+    uv_timer_start(&conn->timer, on_backoff,
+                   hf_backoff_next_ms(&conn->failures, BACKOFF_MIN_MS, BACKOFF_MAX_MS), 0);
 }
 
 static void on_call_closed(uv_handle_t *h) { free(h->data); }
