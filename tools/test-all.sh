@@ -36,6 +36,6 @@ for t in tools/test-deploy.sh tools/test-clients-*.sh; do
 done
 
 echo
-echo "test-all suites: ${failed_names[*]:+failed: ${failed_names[*]}}"
+echo "test-all: ${failed_names[*]:+failed suites: ${failed_names[*]}}${failed_names[*]:-every suite passed}"
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]
