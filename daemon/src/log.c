@@ -51,8 +51,8 @@ void hf_log_flush(void) {
     buffered = 0;
 }
 
-void hf_log(enum hf_log_level level, const char *fmt, ...) {
-    if (!hf_log_enabled(level)) return;
+/* "YYYY-MM-DDTHH:MM:SS.mmmZ level " at `out`; returns its length. */
+static size_t format_prefix(char *out, enum hf_log_level level) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     if (ts.tv_sec != stamp_second) {
@@ -61,18 +61,48 @@ void hf_log(enum hf_log_level level, const char *fmt, ...) {
         strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
         stamp_second = ts.tv_sec;
     }
-    char *line = buffer + buffered;
-    size_t cap = LOG_LINE_MAX;
-    int n = snprintf(line, cap, "%s.%03ldZ %-5s ", stamp, ts.tv_nsec / 1000000,
-                     level_names[level]);
-    size_t len = n > 0 ? (size_t)n : 0;
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(line + len, cap - len - 1, fmt, ap);
-    va_end(ap);
-    if (w > 0) len += (size_t)w;
-    if (len > cap - 2) len = cap - 2; /* truncated, still one line */
-    line[len++] = '\n';
+    size_t n = strlen(stamp);
+    memcpy(out, stamp, n);
+    long ms = ts.tv_nsec / 1000000;
+    out[n++] = '.';
+    out[n++] = (char)('0' + ms / 100);
+    out[n++] = (char)('0' + ms / 10 % 10);
+    out[n++] = (char)('0' + ms % 10);
+    out[n++] = 'Z';
+    out[n++] = ' ';
+    const char *name = level_names[level];
+    size_t nl = strlen(name);
+    memcpy(out + n, name, nl);
+    n += nl;
+    while (nl++ < 5) out[n++] = ' '; /* pad the level to 5 columns */
+    out[n++] = ' ';
+    return n;
+}
+
+static void finish_line(enum hf_log_level level, size_t len) {
+    buffer[buffered + len++] = '\n';
     buffered += len;
     if (level >= HF_LOG_WARN || buffered > LOG_HIGH_WATER) hf_log_flush();
+}
+
+void hf_log_line(enum hf_log_level level, const char *text, size_t len) {
+    if (!hf_log_enabled(level)) return;
+    char *line = buffer + buffered;
+    size_t n = format_prefix(line, level);
+    if (len > LOG_LINE_MAX - n - 1) len = LOG_LINE_MAX - n - 1;
+    memcpy(line + n, text, len);
+    finish_line(level, n + len);
+}
+
+void hf_log(enum hf_log_level level, const char *fmt, ...) {
+    if (!hf_log_enabled(level)) return;
+    char *line = buffer + buffered;
+    size_t len = format_prefix(line, level);
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(line + len, LOG_LINE_MAX - len - 1, fmt, ap);
+    va_end(ap);
+    if (w > 0) len += (size_t)w;
+    if (len > LOG_LINE_MAX - 1) len = LOG_LINE_MAX - 1; /* truncated, still one line */
+    finish_line(level, len);
 }

@@ -107,45 +107,87 @@ void hf_request_note_token(struct hf_request *req, const char *token, size_t len
 
 void hf_request_detach(struct hf_request *req) { req->conn = NULL; }
 
-/* "12,13,14" for the log, shortened past a few hundred bytes. */
-static void format_ids(const struct hf_request *req, char *out, size_t cap) {
+/* A bounded string builder for the request line: memcpy, not printf, since
+ * this runs once per request. */
+struct line {
+    char buf[1024];
+    size_t len;
+};
+
+static void put(struct line *l, const char *s) {
+    size_t n = strlen(s);
+    if (n > sizeof l->buf - l->len) n = sizeof l->buf - l->len;
+    memcpy(l->buf + l->len, s, n);
+    l->len += n;
+}
+
+static void put_u64(struct line *l, uint64_t v) {
+    char digits[24];
     size_t n = 0;
-    out[0] = '\0';
+    do {
+        digits[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n && l->len < sizeof l->buf) l->buf[l->len++] = digits[--n];
+}
+
+/* "12,13,14", shortened past a few hundred bytes. */
+static void put_ids(struct line *l, const struct hf_request *req) {
     if (!req->ids || req->n_ids == 0) {
-        snprintf(out, cap, "-");
+        put(l, "-");
         return;
     }
+    size_t start = l->len;
     for (size_t i = 0; i < req->n_ids; i++) {
-        size_t need = strlen(req->ids[i]) + 1;
-        if (n + need + 16 >= cap) {
-            snprintf(out + n, cap - n, "...(+%zu)", req->n_ids - i);
+        if (l->len - start + strlen(req->ids[i]) > 300) {
+            put(l, "...(+");
+            put_u64(l, req->n_ids - i);
+            put(l, ")");
             return;
         }
-        n += (size_t)snprintf(out + n, cap - n, "%s%s", i ? "," : "", req->ids[i]);
+        if (i) put(l, ",");
+        put(l, req->ids[i]);
     }
 }
 
 static void log_request(const struct hf_request *req, const hf_response_msg *resp,
                         uint64_t latency_us) {
-    char ids[320];
-    format_ids(req, ids, sizeof ids);
-    char extra[256] = "";
-    size_t n = 0;
-    if (resp->degraded) n += (size_t)snprintf(extra + n, sizeof extra - n, " degraded=1");
-    if (req->db_outcome)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, " db=%s", req->db_outcome);
-    if (req->after_result)
-        n += (size_t)snprintf(extra + n, sizeof extra - n, " after=%s", req->after_result);
     enum hf_log_level level =
         resp->code == HOLDFAST__V1__CODE__CODE_INTERNAL ? HF_LOG_ERROR : HF_LOG_INFO;
-    /* Messages are the daemon's own text; quotes are safe to wrap them in. */
-    hf_log(level, "req cid=%s op=%s ns=%s partition=%s ids=%s result=%s latency_us=%llu token_fp=%s%s%s%s%s",
-           req->correlation_id, hf_op_name(req->op), req->ns ? req->ns : "-",
-           req->partition ? req->partition : "-", ids, hf_code_name(resp->code),
-           (unsigned long long)latency_us, req->token_fp, extra,
-           resp->message && *resp->message ? " msg=\"" : "",
-           resp->message && *resp->message ? resp->message : "",
-           resp->message && *resp->message ? "\"" : "");
+    if (!hf_log_enabled(level)) return;
+    struct line l = {.len = 0};
+    put(&l, "req cid=");
+    put(&l, req->correlation_id);
+    put(&l, " op=");
+    put(&l, hf_op_name(req->op));
+    put(&l, " ns=");
+    put(&l, req->ns ? req->ns : "-");
+    put(&l, " partition=");
+    put(&l, req->partition ? req->partition : "-");
+    put(&l, " ids=");
+    put_ids(&l, req);
+    put(&l, " result=");
+    put(&l, hf_code_name(resp->code));
+    put(&l, " latency_us=");
+    put_u64(&l, latency_us);
+    put(&l, " token_fp=");
+    put(&l, req->token_fp);
+    if (resp->degraded) put(&l, " degraded=1");
+    if (req->db_outcome) {
+        put(&l, " db=");
+        put(&l, req->db_outcome);
+    }
+    if (req->after_result) {
+        put(&l, " after=");
+        put(&l, req->after_result);
+    }
+    if (resp->message && *resp->message) {
+        /* Messages are the daemon's own text; quotes are safe to wrap them in. */
+        put(&l, " msg=\"");
+        put(&l, resp->message);
+        put(&l, "\"");
+    }
+    hf_log_line(level, l.buf, l.len);
 }
 
 void hf_request_reply(struct hf_request *req, hf_response_msg *resp) {
