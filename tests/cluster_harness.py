@@ -8,12 +8,11 @@ PATH, next to redis-server).
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 
 import harness
-from harness import RespReader, encode_resp_command, wait_for
+from harness import wait_for
 
 REDIS_CLI = os.environ.get("REDIS_CLI") or shutil.which("redis-cli") or os.path.join(
     os.path.dirname(harness.REDIS_SERVER), "redis-cli")
@@ -61,48 +60,24 @@ def hold_key(ns, partition, ident):
     return "hf:{%s:%s}:%s" % (ns, partition, ident)
 
 
-class ClusterNode:
+class ClusterNode(harness.RedisServer):
+    """One cluster-enabled redis-server: TCP on loopback (cluster nodes talk
+    to each other over it) plus the Unix socket the harness uses."""
+
     def __init__(self, workdir, index, port):
+        super().__init__(workdir, name="node%d" % index, extra_args=[
+            "--bind", "127.0.0.1",
+            "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+            # Other partitions keep working while a node is down, and no
+            # failover can happen (there are no replicas).
+            "--cluster-require-full-coverage", "no", "--cluster-node-timeout", "5000"])
         self.index = index
         self.port = port
-        self.dir = os.path.join(workdir, "node%d" % index)
-        os.makedirs(self.dir, exist_ok=True)
-        self.proc = None
         self.id = None
 
     @property
     def address(self):
         return "127.0.0.1:%d" % self.port
-
-    @property
-    def socket(self):
-        return os.path.join(self.dir, "redis.sock")
-
-    def start(self):
-        args = [harness.REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-                # Other partitions keep working while a node is down, and no
-                # failover can happen (there are no replicas).
-                "--cluster-require-full-coverage", "no", "--cluster-node-timeout", "5000",
-                "--unixsocket", self.socket, "--unixsocketperm", "700",
-                "--dir", self.dir, "--save", "", "--appendonly", "no",
-                "--logfile", os.path.join(self.dir, "redis.log"), "--daemonize", "no"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(self._ping, what="redis node %d to answer PING" % self.index)
-        return self
-
-    def _ping(self):
-        try:
-            return self.cmd("PING") == "PONG"
-        except OSError:
-            return False
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGCONT)
-            self.proc.terminate()
-            self.proc.wait(10)
-        self.proc = None
 
     def has(self, key):
         """EXISTS here; a redirection (the key is not served here) is False."""
@@ -112,12 +87,6 @@ class ClusterNode:
             if str(e).startswith(("MOVED ", "ASK ")):
                 return False
             raise
-
-    def cmd(self, *args, timeout=5.0):
-        """One command over a fresh TCP connection; the decoded reply."""
-        with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
-            s.sendall(encode_resp_command(args))
-            return RespReader(s).read()
 
 
 class RedisCluster:
