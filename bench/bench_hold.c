@@ -1,8 +1,13 @@
-/* bench_hold - Hold throughput through holdfastd against the same Redis
- * function called directly with hiredis, in the same run, on the same Redis.
- * The ratio is what the daemon costs on top of Redis itself.
+/* bench_hold - throughput through holdfastd against baselines run by
+ * bench/run.sh in the same run on the same servers.
  *
  *   bench_hold --socket S --redis R [--connections 4] [--depth 32] [--holds 200000]
+ *     Hold through holdfastd vs the same Redis function called directly with
+ *     hiredis: what the daemon costs on top of Redis itself.
+ *   bench_hold --socket S --confirm [--connections 4] [--holds 20000]
+ *     Hold then Confirm through holdfastd (three Redis calls and one
+ *     PostgreSQL transaction each); run.sh sets it against pgbench calling
+ *     the same SQL function directly.
  *
  * Every hold is on its own id (all granted) with a 60 s TTL; the partition is
  * random per run so runs never collide. */
@@ -24,6 +29,7 @@ struct cfg {
     const char *redis_path;
     int connections, depth;
     long holds;
+    int confirm;
     char partition[64];
 };
 
@@ -105,6 +111,67 @@ static void *holdfast_worker(void *arg) {
     return NULL;
 }
 
+/* One request, one answer, on a blocking socket. */
+static hf_response_msg *roundtrip(int fd, hf_request_msg *req, uint8_t *resp_buf) {
+    size_t len, plen;
+    uint8_t *frame = hf_frame_pack_request(req, &len);
+    if (write(fd, frame, len) != (ssize_t)len) exit(1);
+    free(frame);
+    uint8_t hdr[4];
+    if (read_full(fd, hdr, 4) != 0) exit(1);
+    hf_frame_peek(hdr, 4, 65536, &plen);
+    if (read_full(fd, resp_buf, plen) != 0) exit(1);
+    return hf_frame_unpack_response(resp_buf, plen);
+}
+
+static void *confirm_worker(void *arg) {
+    struct worker *w = arg;
+    const struct cfg *c = w->cfg;
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", c->socket_path);
+    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+        perror("connect holdfastd");
+        exit(1);
+    }
+    uint8_t *buf = malloc(65536);
+    char id[32], key[128], token[64], partition[96];
+    /* A partition per connection, as pgbench's script has one per client. */
+    snprintf(partition, sizeof partition, "%s-w%d", c->partition, w->index);
+    char *ids[1] = {id};
+    long quota = c->holds / c->connections;
+    for (long i = 0; i < quota; i++) {
+        snprintf(id, sizeof id, "w%d-%ld", w->index, i);
+        hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+        Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
+        hold.namespace_ = "seat", hold.partition = partition;
+        hold.ids = ids, hold.n_ids = 1, hold.ttl_ms = 60000;
+        req.id = 1, req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD, req.hold = &hold;
+        hf_response_msg *r = roundtrip(fd, &req, buf);
+        if (!r || r->code != HOLDFAST__V1__CODE__CODE_OK) {
+            w->failed++;
+            hf_response_msg_free(r);
+            continue;
+        }
+        snprintf(token, sizeof token, "%s", r->hold->token);
+        hf_response_msg_free(r);
+        snprintf(key, sizeof key, "%s-%s", partition, id);
+        hf_request_msg creq = HOLDFAST__V1__REQUEST__INIT;
+        Holdfast__V1__ConfirmRequest conf = HOLDFAST__V1__CONFIRM_REQUEST__INIT;
+        conf.namespace_ = "seat", conf.partition = partition;
+        conf.ids = ids, conf.n_ids = 1, conf.token = token, conf.idempotency_key = key;
+        conf.reference = "bench";
+        creq.id = 2, creq.method_case = HOLDFAST__V1__REQUEST__METHOD_CONFIRM, creq.confirm = &conf;
+        r = roundtrip(fd, &creq, buf);
+        if (r && r->code == HOLDFAST__V1__CODE__CODE_OK) w->done++;
+        else w->failed++;
+        hf_response_msg_free(r);
+    }
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
 static void *redis_worker(void *arg) {
     struct worker *w = arg;
     const struct cfg *c = w->cfg;
@@ -159,7 +226,8 @@ int main(int argc, char **argv) {
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'}, {"redis", required_argument, NULL, 'r'},
         {"connections", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'd'},
-        {"holds", required_argument, NULL, 'n'}, {NULL, 0, NULL, 0}};
+        {"holds", required_argument, NULL, 'n'}, {"confirm", no_argument, NULL, 'C'},
+        {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -168,15 +236,22 @@ int main(int argc, char **argv) {
         case 'c': c.connections = atoi(optarg); break;
         case 'd': c.depth = atoi(optarg); break;
         case 'n': c.holds = atol(optarg); break;
+        case 'C': c.confirm = 1; break;
         default: return 2;
         }
+    }
+    snprintf(c.partition, sizeof c.partition, "bench-%ld", (long)time(NULL));
+    long done, failed;
+    if (c.socket_path && c.confirm) {
+        double t = run(&c, confirm_worker, &done, &failed);
+        printf("through holdfastd: %ld hold+confirm in %.3f s = %.0f confirms/s (%ld failed)\n",
+               done, t, (double)done / t, failed);
+        return failed ? 1 : 0;
     }
     if (!c.socket_path || !c.redis_path) {
         fprintf(stderr, "usage: bench_hold --socket S --redis R [--connections N] [--depth D] [--holds H]\n");
         return 2;
     }
-    snprintf(c.partition, sizeof c.partition, "bench-%ld", (long)time(NULL));
-    long done, failed;
     double direct = run(&c, redis_worker, &done, &failed);
     double direct_rate = (double)done / direct;
     printf("direct hiredis FCALL hf1_hold: %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",

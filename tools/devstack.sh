@@ -42,7 +42,7 @@ up() {
       "SELECT 1 FROM pg_database WHERE datname='holdfast'" | grep -q 1 ||
       as_pg "$PGBIN/createdb" -h "$dir/pg" -U postgres holdfast
     "$HOLDFASTD" --migrate --dsn "host=$dir/pg dbname=holdfast user=postgres"
-    pg_section="postgres = { dsn = \"host=$dir/pg dbname=holdfast user=postgres\" },"
+    pg_section="postgres = { dsn = \"host=$dir/pg dbname=holdfast user=postgres\", pool_size = 4 },"
   fi
 
   cat > "$dir/holdfast.lua" <<LUA
