@@ -223,12 +223,20 @@ return {
         wrapper = os.environ.get("HOLDFASTD_WRAPPER", "").split()
         self.proc = subprocess.Popen(wrapper + [HOLDFASTD, "--config", self.config], stdout=self.log,
                                      stderr=subprocess.STDOUT, env=env)
-        wait_for(lambda: os.path.exists(self.socket) or self.proc.poll() is not None,
+        wait_for(lambda: self._accepting() or self.proc.poll() is not None,
                  what="the daemon's socket")
         assert self.proc.poll() is None, "holdfastd exited at start:\n" + self.log_text()
         if wait_ready:
             self.wait_ready()
         return self
+
+    def _accepting(self):
+        try:
+            with socket.socket(socket.AF_UNIX) as s:
+                s.connect(self.socket)
+            return True
+        except OSError:
+            return False
 
     def wait_ready(self, timeout=10.0):
         def ready():

@@ -105,12 +105,22 @@ static int bind_path(struct hf_server *srv, const struct hf_config *cfg) {
         }
         unlink(path);
     }
+    /* Created owner-only (umask), listening at once so a client that sees
+     * the file is never refused, then opened up to the configured mode and
+     * group: nobody else can connect before the permissions are final. */
+    mode_t old_umask = umask(0177);
     int rc = uv_pipe_bind(&srv->listener, path);
+    umask(old_umask);
     if (rc != 0) {
         log_error("bind %s: %s", path, uv_strerror(rc));
         return rc;
     }
     srv->bound_path = strdup(path);
+    rc = uv_listen((uv_stream_t *)&srv->listener, SOMAXCONN, on_connection);
+    if (rc != 0) {
+        log_error("listen %s: %s", path, uv_strerror(rc));
+        return rc;
+    }
     if (chmod(path, (mode_t)cfg->socket_mode) != 0) {
         log_error("chmod %s: %s", path, strerror(errno));
         return -errno;
@@ -139,16 +149,16 @@ struct hf_server *hf_server_create(struct hf_daemon *d) {
     int n = sd_listen_fds(1);
     if (n == 1 && sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_STREAM, 1, NULL, 0) > 0) {
         rc = uv_pipe_open(&srv->listener, SD_LISTEN_FDS_START);
+        if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->listener, SOMAXCONN, on_connection);
         if (rc == 0) log_info("listening on the socket passed by systemd (fd %d)", SD_LISTEN_FDS_START);
+        else log_error("the socket passed by systemd: %s", uv_strerror(rc));
     } else {
         if (n > 1) log_warn("systemd passed %d sockets; expected one, binding socket.path", n);
         rc = bind_path(srv, d->cfg);
         if (rc == 0) log_info("listening on %s", d->cfg->socket_path);
     }
-    if (rc == 0) rc = uv_listen((uv_stream_t *)&srv->listener, SOMAXCONN, on_connection);
     srv->listening = true; /* the handle is open either way: close must close it */
     if (rc != 0) {
-        log_error("listen: %s", uv_strerror(rc));
         hf_server_close(srv);
         return NULL;
     }
