@@ -85,7 +85,10 @@ down() {
     as_pg "$PGBIN/pg_ctl" -D "$dir/pg/data" -m fast -w stop >/dev/null || true
   fi
   if [ -f "$dir/redis.pid" ]; then
-    kill -TERM "$(cat "$dir/redis.pid")" 2>/dev/null || true
+    pid="$(cat "$dir/redis.pid")"
+    kill -TERM "$pid" 2>/dev/null || true
+    # Wait, so that callers may remove DIR once this returns.
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
     rm -f "$dir/redis.pid"
   fi
 }

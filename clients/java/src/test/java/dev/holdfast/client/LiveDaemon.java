@@ -132,8 +132,18 @@ final class LiveDaemon implements BeforeAllCallback {
       try {
         down();
       } finally {
-        try (Stream<Path> s = Files.walk(dir)) {
+        deleteTree(dir);
+      }
+    }
+
+    /* Best effort: a server that is still exiting may remove its own socket
+     * while we walk the directory. */
+    private static void deleteTree(Path root) {
+      for (int attempt = 0; attempt < 3 && Files.exists(root); attempt++) {
+        try (Stream<Path> s = Files.walk(root)) {
           s.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+        } catch (IOException | java.io.UncheckedIOException e) {
+          // a file vanished mid-walk: walk again
         }
       }
     }
