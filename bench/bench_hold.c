@@ -56,16 +56,21 @@ static int read_full(int fd, uint8_t *buf, size_t n) {
     return 0;
 }
 
-static void *holdfast_worker(void *arg) {
-    struct worker *w = arg;
-    const struct cfg *c = w->cfg;
+static int connect_daemon(const char *path) {
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", c->socket_path);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
         perror("connect holdfastd");
         exit(1);
     }
+    return fd;
+}
+
+static void *holdfast_worker(void *arg) {
+    struct worker *w = arg;
+    const struct cfg *c = w->cfg;
+    int fd = connect_daemon(c->socket_path);
     long quota = c->holds / c->connections;
     uint8_t *batch = malloc((size_t)c->depth * 256);
     uint8_t *resp = malloc(65536);
@@ -127,13 +132,7 @@ static hf_response_msg *roundtrip(int fd, hf_request_msg *req, uint8_t *resp_buf
 static void *confirm_worker(void *arg) {
     struct worker *w = arg;
     const struct cfg *c = w->cfg;
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", c->socket_path);
-    if (connect(fd, (struct sockaddr *)&addr, sizeof addr) != 0) {
-        perror("connect holdfastd");
-        exit(1);
-    }
+    int fd = connect_daemon(c->socket_path);
     uint8_t *buf = malloc(65536);
     char id[32], key[128], token[64], partition[96];
     /* A partition per connection, as pgbench's script has one per client. */

@@ -258,11 +258,12 @@ static void on_function_load(void *privdata, enum hf_redis_status status, redisR
     setup_script_load(st);
 }
 
-static void send_function_load(struct hf_scripts *s, struct hf_redis_conn *conn,
-                               hf_redis_cb *cb, void *privdata, int *rc) {
+/* 0, or negative when nothing was sent (cb is then never called). */
+static int send_function_load(struct hf_scripts *s, struct hf_redis_conn *conn,
+                              hf_redis_cb *cb, void *privdata) {
     const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", holdfast_library_lua};
     size_t lens[] = {8, 4, 7, holdfast_library_lua_len};
-    *rc = hf_redis_conn_command(conn, 4, argv, lens, s->setup_timeout_ms, cb, privdata);
+    return hf_redis_conn_command(conn, 4, argv, lens, s->setup_timeout_ms, cb, privdata);
 }
 
 static void on_connection_setup(void *ud, struct hf_redis_conn *conn, bool first_ever) {
@@ -276,9 +277,7 @@ static void on_connection_setup(void *ud, struct hf_redis_conn *conn, bool first
     st->conn = conn;
     st->first = first_ever;
     if (s->script_pref == HF_SCRIPT_AUTO || s->script_pref == HF_SCRIPT_FCALL) {
-        int rc;
-        send_function_load(s, conn, on_function_load, st, &rc);
-        if (rc != 0) setup_finish(st, false);
+        if (send_function_load(s, conn, on_function_load, st) != 0) setup_finish(st, false);
     } else {
         setup_script_load(st);
     }
@@ -429,9 +428,7 @@ static void on_call_reply(void *privdata, enum hf_redis_status status, redisRepl
         if (s->path == HF_PATH_FCALL && !s->reloading) {
             /* On the connection that said so: in a cluster, only that
              * node may have lost the library. */
-            int rc = -1;
-            send_function_load(s, c->conn, on_reload_done, s, &rc);
-            s->reloading = rc == 0;
+            s->reloading = send_function_load(s, c->conn, on_reload_done, s) == 0;
         }
         uint64_t now = uv_now(s->loop);
         if (now < c->deadline_ms) {
