@@ -1,6 +1,7 @@
 /* conn.c - a client connection's buffers and lifetime. The read buffer holds
- * at most one frame plus its header; responses go out through libuv's write
- * queue, and reading pauses while that queue is too long. */
+ * at most one frame plus its header; whole frames go to the sink; responses
+ * go out through libuv's write queue, and reading pauses while that queue is
+ * too long. */
 #include "conn.h"
 
 #include <stdlib.h>
@@ -8,8 +9,6 @@
 
 #include "log.h"
 #include "metrics.h"
-#include "request.h"
-#include "server.h"
 
 #define READ_CHUNK 16384
 #define WRITE_QUEUE_PAUSE (8u << 20)
@@ -18,14 +17,14 @@
 struct hf_conn {
     uv_pipe_t pipe; /* first: the handle's address is the conn's */
     struct hf_daemon *d;
-    struct hf_server *srv;
-    struct hf_conn *prev, *next;
+    void (*on_closed)(void *owner, struct hf_conn *conn);
+    void *owner;
+    const struct hf_conn_sink *sink;
+    void *sink_ctx;
     uint8_t *buf;
     size_t len, cap;
-    unsigned in_flight;
     unsigned pending_writes;
     uint32_t peer_uid, peer_gid;
-    struct hf_request *requests;
     bool reading;
     bool paused_for_writes;
     bool close_after_write;
@@ -41,25 +40,25 @@ struct write_req {
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void process_frames(struct hf_conn *conn);
 
-struct hf_conn *hf_conn_create(struct hf_daemon *d, struct hf_server *srv) {
+struct hf_conn *hf_conn_create(struct hf_daemon *d,
+                               void (*on_closed)(void *owner, struct hf_conn *conn),
+                               void *owner) {
     struct hf_conn *conn = calloc(1, sizeof *conn);
     if (!conn) return NULL;
     conn->d = d;
-    conn->srv = srv;
+    conn->on_closed = on_closed;
+    conn->owner = owner;
     uv_pipe_init(d->loop, &conn->pipe, 0);
     conn->pipe.data = conn;
-    d->connections++;
-    hf_metrics_gauge_set(HF_G_CONNECTIONS, d->connections);
-    struct hf_conn **head = hf_server_conns(srv);
-    conn->next = *head;
-    if (*head) (*head)->prev = conn;
-    *head = conn;
     return conn;
 }
 
 uv_stream_t *hf_conn_stream(struct hf_conn *conn) { return (uv_stream_t *)&conn->pipe; }
 
-struct hf_conn *hf_conn_next(struct hf_conn *conn) { return conn->next; }
+void hf_conn_set_sink(struct hf_conn *conn, const struct hf_conn_sink *sink, void *ctx) {
+    conn->sink = sink;
+    conn->sink_ctx = ctx;
+}
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out) {
     (void)suggested;
@@ -92,17 +91,10 @@ void hf_conn_stop_reading(struct hf_conn *conn) {
 
 static void on_closed(uv_handle_t *h) {
     struct hf_conn *conn = h->data;
-    struct hf_daemon *d = conn->d;
-    for (struct hf_request *r = conn->requests; r; r = r->conn_next) hf_request_detach(r);
-    if (conn->prev) conn->prev->next = conn->next;
-    else *hf_server_conns(conn->srv) = conn->next;
-    if (conn->next) conn->next->prev = conn->prev;
-    struct hf_server *srv = conn->srv;
+    if (conn->sink) conn->sink->closed(conn->sink_ctx);
+    if (conn->on_closed) conn->on_closed(conn->owner, conn);
     free(conn->buf);
     free(conn);
-    d->connections--;
-    hf_metrics_gauge_set(HF_G_CONNECTIONS, d->connections);
-    hf_server_conn_gone(srv);
 }
 
 void hf_conn_close(struct hf_conn *conn) {
@@ -177,8 +169,6 @@ void hf_conn_fatal(struct hf_conn *conn, hf_code code, const char *message) {
     if (conn->pending_writes == 0) hf_conn_close(conn);
 }
 
-unsigned hf_conn_in_flight(const struct hf_conn *conn) { return conn->in_flight; }
-
 void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid) {
     conn->peer_uid = uid;
     conn->peer_gid = gid;
@@ -187,23 +177,6 @@ void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid) {
 void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid) {
     *uid = conn->peer_uid;
     *gid = conn->peer_gid;
-}
-
-void hf_conn_request_add(struct hf_conn *conn, struct hf_request *req) {
-    req->conn = conn;
-    req->conn_prev = NULL;
-    req->conn_next = conn->requests;
-    if (conn->requests) conn->requests->conn_prev = req;
-    conn->requests = req;
-    conn->in_flight++;
-}
-
-void hf_conn_request_done(struct hf_conn *conn, struct hf_request *req) {
-    if (req->conn_prev) req->conn_prev->conn_next = req->conn_next;
-    else conn->requests = req->conn_next;
-    if (req->conn_next) req->conn_next->conn_prev = req->conn_prev;
-    req->conn_prev = req->conn_next = NULL;
-    conn->in_flight--;
 }
 
 /* Take every whole frame out of the buffer. */
@@ -219,21 +192,13 @@ static void process_frames(struct hf_conn *conn) {
             hf_metrics_inc(HF_C_FRAMES_REJECTED);
             log_warn("client connection: frame of %zu bytes exceeds max_frame_bytes %u; closing",
                      payload, cfg->max_frame_bytes);
-            hf_conn_fatal(conn, HOLDFAST__V1__CODE__CODE_RESOURCE_EXHAUSTED,
+            hf_conn_fatal(conn, HF_CODE(RESOURCE_EXHAUSTED),
                           "frame exceeds max_frame_bytes");
             return;
         }
-        hf_request_msg *msg = hf_frame_unpack_request(conn->buf + off + HF_FRAME_HEADER, payload);
+        const uint8_t *frame = conn->buf + off + HF_FRAME_HEADER;
         off += HF_FRAME_HEADER + payload;
-        if (!msg) {
-            hf_metrics_inc(HF_C_FRAMES_REJECTED);
-            log_warn("client connection: undecodable request frame (%zu bytes); closing",
-                     payload);
-            hf_conn_fatal(conn, HOLDFAST__V1__CODE__CODE_INVALID_ARGUMENT,
-                          "frame is not a holdfast.v1.Request");
-            return;
-        }
-        hf_request_dispatch(conn->d, conn, msg);
+        if (conn->sink) conn->sink->frame(conn->sink_ctx, frame, payload);
         if (conn->paused_for_writes) break;
     }
     if (off > 0 && !conn->closing) {

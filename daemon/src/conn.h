@@ -1,5 +1,6 @@
-/* conn.h - one client connection: reads frames, dispatches requests, queues
- * responses; many requests in flight, answered in any order. */
+/* conn.h - one client connection's bytes: it reads whole frames and hands
+ * them to a sink, queues the frames it is given to send, and pauses reading
+ * while the client does not read its answers. It knows nothing of requests. */
 #ifndef HF_CONN_H
 #define HF_CONN_H
 
@@ -11,12 +12,23 @@
 #include "frame.h"
 
 struct hf_conn;
-struct hf_request;
-struct hf_server;
 
-/* A connection around an accepted pipe (which it now owns); starts reading. */
-struct hf_conn *hf_conn_create(struct hf_daemon *d, struct hf_server *srv);
+/* Where whole frames go. */
+struct hf_conn_sink {
+    /* One frame's payload, borrowed for the call. */
+    void (*frame)(void *ctx, const uint8_t *payload, size_t len);
+    /* The connection has closed; nothing is called after this. */
+    void (*closed)(void *ctx);
+};
+
+/* A connection on the loop, not yet accepted into; on_closed(owner, conn)
+ * runs once its handle has closed, just before it is freed. */
+struct hf_conn *hf_conn_create(struct hf_daemon *d,
+                               void (*on_closed)(void *owner, struct hf_conn *conn),
+                               void *owner);
 uv_stream_t *hf_conn_stream(struct hf_conn *conn);
+/* Frames read from now on go to the sink. */
+void hf_conn_set_sink(struct hf_conn *conn, const struct hf_conn_sink *sink, void *ctx);
 void hf_conn_start(struct hf_conn *conn);
 
 /* Queue a frame (ownership passes). */
@@ -26,14 +38,8 @@ void hf_conn_fatal(struct hf_conn *conn, hf_code code, const char *message);
 void hf_conn_stop_reading(struct hf_conn *conn);
 void hf_conn_close(struct hf_conn *conn);
 
-unsigned hf_conn_in_flight(const struct hf_conn *conn);
 /* The peer's credentials (SO_PEERCRED), recorded at accept. */
 void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid);
 void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid);
-void hf_conn_request_add(struct hf_conn *conn, struct hf_request *req);
-void hf_conn_request_done(struct hf_conn *conn, struct hf_request *req);
-
-/* Linked list of a server's connections. */
-struct hf_conn *hf_conn_next(struct hf_conn *conn);
 
 #endif

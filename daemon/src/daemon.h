@@ -1,5 +1,6 @@
 /* daemon.h - what a request handler may reach: the loop, the current
- * configuration and the backends. Owned by main.c, passed explicitly. */
+ * configuration, the op table and the backends. Owned by main.c, passed
+ * explicitly. */
 #ifndef HF_DAEMON_H
 #define HF_DAEMON_H
 
@@ -7,6 +8,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "op.h"
 
 struct hf_scripts;
 struct hf_pg_pool;
@@ -15,13 +17,14 @@ struct hf_server;
 struct hf_daemon {
     uv_loop_t *loop;
     struct hf_config *cfg;        /* current; requests keep a reference */
+    const struct hf_op_table *ops;
     struct hf_scripts *scripts;   /* Redis */
     struct hf_pg_pool *pg;        /* NULL when PostgreSQL is not configured */
     bool pg_ready;                /* kept by the pool's state callback */
     struct hf_server *server;
     bool draining;                /* SIGTERM: finish what is in flight */
-    unsigned in_flight;
-    unsigned connections;
+    unsigned in_flight;           /* kept by the request layer */
+    unsigned connections;         /* kept by the server */
     void (*on_idle)(struct hf_daemon *d); /* in_flight reached 0 while draining */
 };
 

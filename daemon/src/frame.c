@@ -60,24 +60,3 @@ const char *hf_code_name(hf_code code) {
     /* Enum values are named CODE_<NAME>; logs and tools use <NAME>. */
     return strncmp(v->name, "CODE_", 5) == 0 ? v->name + 5 : v->name;
 }
-
-enum hf_op hf_op_of(Holdfast__V1__Request__MethodCase method) {
-    switch (method) {
-    case HOLDFAST__V1__REQUEST__METHOD_HOLD: return HF_OP_HOLD;
-    case HOLDFAST__V1__REQUEST__METHOD_EXTEND: return HF_OP_EXTEND;
-    case HOLDFAST__V1__REQUEST__METHOD_RELEASE: return HF_OP_RELEASE;
-    case HOLDFAST__V1__REQUEST__METHOD_CONFIRM: return HF_OP_CONFIRM;
-    case HOLDFAST__V1__REQUEST__METHOD_CANCEL: return HF_OP_CANCEL;
-    case HOLDFAST__V1__REQUEST__METHOD_STATUS: return HF_OP_STATUS;
-    case HOLDFAST__V1__REQUEST__METHOD_HEALTH: return HF_OP_HEALTH;
-    case HOLDFAST__V1__REQUEST__METHOD_METRICS: return HF_OP_METRICS;
-    default: return HF_OP_UNKNOWN;
-    }
-}
-
-const char *hf_op_name(enum hf_op op) {
-    static const char *const names[HF_OP__COUNT] = {
-        "hold", "extend", "release", "confirm", "cancel",
-        "status", "health", "metrics", "unknown"};
-    return (unsigned)op < HF_OP__COUNT ? names[op] : "unknown";
-}

@@ -13,6 +13,8 @@
 typedef Holdfast__V1__Request hf_request_msg;
 typedef Holdfast__V1__Response hf_response_msg;
 typedef Holdfast__V1__Code hf_code;
+/* HF_CODE(NOT_HELD) for HOLDFAST__V1__CODE__CODE_NOT_HELD. */
+#define HF_CODE(name) HOLDFAST__V1__CODE__CODE_##name
 
 enum hf_frame_status {
     HF_FRAME_NEED_MORE,  /* not a whole frame yet */
@@ -36,12 +38,5 @@ void hf_response_msg_free(hf_response_msg *msg);
 
 /* "OK", "HELD_BY_ANOTHER", ... (the enum name without CODE_). */
 const char *hf_code_name(hf_code code);
-enum hf_op {
-    HF_OP_HOLD, HF_OP_EXTEND, HF_OP_RELEASE, HF_OP_CONFIRM, HF_OP_CANCEL,
-    HF_OP_STATUS, HF_OP_HEALTH, HF_OP_METRICS, HF_OP_UNKNOWN, HF_OP__COUNT
-};
-enum hf_op hf_op_of(Holdfast__V1__Request__MethodCase method);
-/* "hold", "extend", ... "unknown". */
-const char *hf_op_name(enum hf_op op);
 
 #endif

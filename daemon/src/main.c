@@ -14,12 +14,15 @@
 #include <uv.h>
 
 #include "config.h"
+#include "conn.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
+#include "ops_table.h"
 #include "pg_migrate.h"
 #include "pg_pool.h"
+#include "request.h"
 #include "scripts.h"
 #include "server.h"
 #include "token.h"
@@ -63,6 +66,37 @@ static void update_readiness(struct app *app) {
                  app->d.pg && !app->d.pg_ready ? ", postgres down" : "");
         hf_notify_status("backend unavailable; retrying");
     }
+}
+
+/* ---- wiring: a connection's frames go to the request layer, whose answers
+ * go back to the connection ---- */
+
+static void io_send(void *conn, uint8_t *frame, size_t len) { hf_conn_send(conn, frame, len); }
+
+static void io_fatal(void *conn, hf_code code, const char *message) {
+    hf_conn_fatal(conn, code, message);
+}
+
+static const struct hf_client_io client_io = {io_send, io_fatal};
+
+static void sink_frame(void *client, const uint8_t *payload, size_t len) {
+    hf_client_frame(client, payload, len);
+}
+
+static void sink_closed(void *client) { hf_client_gone(client); }
+
+static const struct hf_conn_sink client_sink = {sink_frame, sink_closed};
+
+static void on_accept(void *ud, struct hf_conn *conn) {
+    struct app *app = ud;
+    uint32_t uid, gid;
+    hf_conn_peer(conn, &uid, &gid);
+    struct hf_client *client = hf_client_create(&app->d, &client_io, conn, uid, gid);
+    if (!client) {
+        hf_conn_fatal(conn, HF_CODE(RESOURCE_EXHAUSTED), "out of memory");
+        return;
+    }
+    hf_conn_set_sink(conn, &client_sink, client);
 }
 
 static void on_redis_ready(void *ud, bool ready) {
@@ -189,7 +223,9 @@ static int run(const char *config_path) {
     uv_loop_init(&app->loop);
     app->d.loop = &app->loop;
     app->d.cfg = cfg;
+    app->d.ops = hf_ops_table();
     app->d.on_idle = on_idle;
+    hf_metrics_set_ops(app->d.ops);
     log_info("holdfastd %s starting (config %s, library %s)", HOLDFAST_VERSION, cfg->path,
              HF_LIBRARY_NAME);
 
@@ -211,7 +247,7 @@ static int run(const char *config_path) {
 
     app->d.scripts = hf_scripts_create(&app->loop, cfg, on_redis_ready, app);
     if (cfg->pg_dsn) app->d.pg = hf_pg_pool_create(&app->loop, cfg, on_pg_state, app);
-    app->d.server = app->d.scripts && (app->d.pg || !cfg->pg_dsn) ? hf_server_create(&app->d) : NULL;
+    app->d.server = app->d.scripts && (app->d.pg || !cfg->pg_dsn) ? hf_server_create(&app->d, on_accept, app) : NULL;
     if (!app->d.server) {
         log_error("start-up failed");
         app->exit_code = 1;

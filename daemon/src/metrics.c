@@ -14,11 +14,12 @@ static const uint64_t bucket_us[N_BUCKETS] = {100,    250,    500,     1000,    
                                               250000, 500000, 1000000, 5000000};
 
 static struct {
-    uint64_t requests[HF_OP__COUNT][N_CODES];
-    uint64_t degraded[HF_OP__COUNT];
-    uint64_t latency_buckets[HF_OP__COUNT][N_BUCKETS];
-    uint64_t latency_count[HF_OP__COUNT];
-    uint64_t latency_sum_us[HF_OP__COUNT];
+    const struct hf_op_table *ops;
+    uint64_t requests[HF_METRICS_MAX_OPS][N_CODES];
+    uint64_t degraded[HF_METRICS_MAX_OPS];
+    uint64_t latency_buckets[HF_METRICS_MAX_OPS][N_BUCKETS];
+    uint64_t latency_count[HF_METRICS_MAX_OPS];
+    uint64_t latency_sum_us[HF_METRICS_MAX_OPS];
     uint64_t counters[HF_C__COUNT];
     int64_t gauges[HF_G__COUNT];
     const char *script_path;
@@ -65,8 +66,14 @@ static const struct {
     [HF_G_REDIS_CLUSTER_NODES] = {"holdfast_redis_cluster_nodes", "Primaries in the Redis Cluster slot map (0 when not in cluster mode)."},
 };
 
-void hf_metrics_request(enum hf_op op, hf_code code, bool degraded, uint64_t latency_us) {
-    if ((unsigned)op >= HF_OP__COUNT) op = HF_OP_UNKNOWN;
+void hf_metrics_set_ops(const struct hf_op_table *ops) {
+    m.ops = ops && ops->n <= HF_METRICS_MAX_OPS ? ops : NULL;
+}
+
+void hf_metrics_request(const struct hf_op_def *def, hf_code code, bool degraded,
+                        uint64_t latency_us) {
+    unsigned op = def->index;
+    if (op >= HF_METRICS_MAX_OPS) return;
     if ((unsigned)code >= N_CODES) code = 0;
     m.requests[op][code]++;
     if (degraded) m.degraded[op]++;
@@ -120,24 +127,27 @@ char *hf_metrics_render(void) {
     struct buf b = {.data = malloc(16384), .cap = 16384};
     if (!b.data) return NULL;
     b.data[0] = '\0';
+    size_t n_ops = m.ops ? m.ops->n : 0;
+    const struct hf_op_def *ops = m.ops ? m.ops->ops : NULL;
     put(&b, "# HELP holdfast_requests_total Requests answered, by operation and result.\n"
             "# TYPE holdfast_requests_total counter\n");
-    for (int op = 0; op < HF_OP__COUNT; op++)
+    for (size_t op = 0; op < n_ops; op++)
         for (int c = 1; c < N_CODES; c++)
-            if (m.requests[op][c] || op <= HF_OP_STATUS)
+            if (m.requests[op][c] || (ops[op].flags & HF_OP_RESOURCE))
                 put(&b, "holdfast_requests_total{op=\"%s\",result=\"%s\"} %llu\n",
-                    hf_op_name((enum hf_op)op), hf_code_name((hf_code)c),
+                    ops[op].name, hf_code_name((hf_code)c),
                     (unsigned long long)m.requests[op][c]);
     put(&b, "# HELP holdfast_degraded_requests_total Requests answered degraded (best_effort, Redis down).\n"
             "# TYPE holdfast_degraded_requests_total counter\n");
-    for (int op = 0; op <= HF_OP_STATUS; op++)
-        put(&b, "holdfast_degraded_requests_total{op=\"%s\"} %llu\n", hf_op_name((enum hf_op)op),
-            (unsigned long long)m.degraded[op]);
+    for (size_t op = 0; op < n_ops; op++)
+        if (ops[op].flags & HF_OP_DEGRADABLE)
+            put(&b, "holdfast_degraded_requests_total{op=\"%s\"} %llu\n", ops[op].name,
+                (unsigned long long)m.degraded[op]);
     put(&b, "# HELP holdfast_request_duration_seconds Time from reading a request to answering it.\n"
             "# TYPE holdfast_request_duration_seconds histogram\n");
-    for (int op = 0; op < HF_OP__COUNT; op++) {
-        if (!m.latency_count[op] && op > HF_OP_STATUS) continue;
-        const char *name = hf_op_name((enum hf_op)op);
+    for (size_t op = 0; op < n_ops; op++) {
+        if (!m.latency_count[op] && !(ops[op].flags & HF_OP_RESOURCE)) continue;
+        const char *name = ops[op].name;
         for (int bk = 0; bk < N_BUCKETS; bk++)
             put(&b, "holdfast_request_duration_seconds_bucket{op=\"%s\",le=\"%g\"} %llu\n", name,
                 (double)bucket_us[bk] / 1e6, (unsigned long long)m.latency_buckets[op][bk]);

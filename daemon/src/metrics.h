@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "frame.h"
+#include "op.h"
 
 enum hf_counter {
     HF_C_REDIS_RECONNECTS,
@@ -45,7 +46,12 @@ enum hf_gauge {
     HF_G__COUNT
 };
 
-void hf_metrics_request(enum hf_op op, hf_code code, bool degraded, uint64_t latency_us);
+/* The operations to count requests for (main passes the op table; at most
+ * HF_METRICS_MAX_OPS rows). */
+#define HF_METRICS_MAX_OPS 32
+void hf_metrics_set_ops(const struct hf_op_table *ops);
+void hf_metrics_request(const struct hf_op_def *op, hf_code code, bool degraded,
+                        uint64_t latency_us);
 void hf_metrics_inc(enum hf_counter c);
 void hf_metrics_gauge_add(enum hf_gauge g, int64_t delta);
 void hf_metrics_gauge_set(enum hf_gauge g, int64_t value);

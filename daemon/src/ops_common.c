@@ -1,75 +1,91 @@
-/* ops_common.c - dispatch and the checks every operation shares. */
-#include "ops.h"
+/* ops_common.c - the checks every operation shares. */
+#include "ops_common.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
 #include "log.h"
 #include "token.h"
 #include "validate.h"
 
-#define CODE(x) HOLDFAST__V1__CODE__CODE_##x
+/* Small lists are compared pairwise; larger ones are sorted, so that a
+ * request with limits.max_ids ids costs O(n log n) on the loop. */
+#define PAIRWISE_MAX 16
 
-void hf_ops_dispatch(struct hf_request *req) {
-    if (req->conn && hf_conn_in_flight(req->conn) > req->cfg->max_inflight_per_conn) {
-        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL,
-                        "more than limits.max_inflight_per_conn (%u) requests in flight",
-                        req->cfg->max_inflight_per_conn);
-        return;
-    }
-    switch (req->op) {
-    case HF_OP_HOLD: hf_op_hold(req); break;
-    case HF_OP_EXTEND: hf_op_extend(req); break;
-    case HF_OP_RELEASE: hf_op_release(req); break;
-    case HF_OP_STATUS: hf_op_status(req); break;
-    case HF_OP_CONFIRM: hf_op_confirm(req); break;
-    case HF_OP_CANCEL: hf_op_cancel(req); break;
-    case HF_OP_HEALTH: hf_op_health(req); break;
-    case HF_OP_METRICS: hf_op_metrics(req); break;
-    default:
-        hf_request_fail(req, CODE(UNIMPLEMENTED), "method", NULL,
-                        "unknown method (field number not known to this daemon)");
-        break;
-    }
+struct id_at {
+    const char *id;
+    size_t index;
+};
+
+static int by_id_then_index(const void *a, const void *b) {
+    const struct id_at *x = a, *y = b;
+    int c = strcmp(x->id, y->id);
+    if (c) return c;
+    return x->index < y->index ? -1 : x->index > y->index;
 }
 
-static void free_target(void *p) {
-    struct hf_target *t = p;
+size_t hf_first_duplicate(char *const *ids, size_t n) {
+    if (n <= PAIRWISE_MAX) {
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(ids[i], ids[j]) == 0) return i;
+        return n;
+    }
+    struct id_at *sorted = malloc(n * sizeof *sorted);
+    if (!sorted) return n; /* cannot tell; Redis would see the same key twice, harmlessly */
+    for (size_t i = 0; i < n; i++) sorted[i] = (struct id_at){ids[i], i};
+    qsort(sorted, n, sizeof *sorted, by_id_then_index);
+    /* In each run of equal ids every element but the first repeats an
+     * earlier one; the earliest such repeat is the one reported. */
+    size_t first = n;
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(sorted[i].id, sorted[i - 1].id) == 0 && sorted[i].index < first)
+            first = sorted[i].index;
+    free(sorted);
+    return first;
+}
+
+void hf_target_clear(struct hf_target *t) {
     hf_keyset_free(t->keys);
-    free(t);
+    t->keys = NULL;
 }
 
-bool hf_target_parse(struct hf_request *req, const char *ns_name, const char *partition,
-                     char **ids, size_t n_ids, struct hf_target **out) {
+static void free_target_context(void *ctx) { hf_target_clear(ctx); }
+
+struct hf_target *hf_target_context(struct hf_request *req) {
+    return hf_request_context(req, sizeof(struct hf_target), free_target_context);
+}
+
+bool hf_target_parse(struct hf_request *req, struct hf_target *t, const char *ns_name,
+                     const char *partition, char **ids, size_t n_ids) {
     if (!ns_name || !*ns_name) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "namespace", NULL, "namespace is required");
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "namespace", NULL, "namespace is required");
         return false;
     }
     if (!hf_valid_name(ns_name, strlen(ns_name))) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "namespace", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "namespace", NULL,
                         "namespace must be 1-128 bytes of [A-Za-z0-9._-]");
         return false;
     }
     const struct hf_namespace *ns = hf_config_namespace(req->cfg, ns_name);
     if (!ns) {
-        hf_request_fail(req, CODE(NOT_FOUND), "namespace", NULL,
+        hf_request_fail(req, HF_CODE(NOT_FOUND), "namespace", NULL,
                         "namespace '%s' is not configured", ns_name);
         return false;
     }
     req->ns = ns->name;
     if (!partition || !hf_valid_name(partition, strlen(partition))) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "partition", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "partition", NULL,
                         "partition must be 1-128 bytes of [A-Za-z0-9._-]");
         return false;
     }
     req->partition = partition;
     if (n_ids == 0) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "ids", NULL, "at least one id is required");
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "ids", NULL, "at least one id is required");
         return false;
     }
     if (n_ids > req->cfg->max_ids) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "ids", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "ids", NULL,
                         "%zu ids exceed limits.max_ids (%u)", n_ids, req->cfg->max_ids);
         return false;
     }
@@ -77,35 +93,29 @@ bool hf_target_parse(struct hf_request *req, const char *ns_name, const char *pa
         if (!hf_valid_name(ids[i], strlen(ids[i]))) {
             char field[32];
             snprintf(field, sizeof field, "ids[%zu]", i);
-            hf_request_fail(req, CODE(INVALID_ARGUMENT), field, NULL,
+            hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), field, NULL,
                             "ids must be 1-128 bytes of [A-Za-z0-9._-]");
             return false;
         }
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(ids[i], ids[j]) == 0) {
-                char field[32];
-                snprintf(field, sizeof field, "ids[%zu]", i);
-                hf_request_fail(req, CODE(INVALID_ARGUMENT), field, ids[i],
-                                "id '%s' appears twice", ids[i]);
-                return false;
-            }
-        }
+    }
+    size_t dup = hf_first_duplicate(ids, n_ids);
+    if (dup < n_ids) {
+        char field[32];
+        snprintf(field, sizeof field, "ids[%zu]", dup);
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), field, ids[dup], "id '%s' appears twice",
+                        ids[dup]);
+        return false;
     }
     req->ids = ids;
     req->n_ids = n_ids;
-    struct hf_target *t = calloc(1, sizeof *t);
-    if (t) t->keys = hf_keyset_build(ns->name, partition, ids, n_ids);
-    if (!t || !t->keys) {
-        free(t);
-        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+    t->keys = hf_keyset_build(ns->name, partition, ids, n_ids);
+    if (!t->keys) {
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
         return false;
     }
     t->ns = ns;
     t->ids = ids;
     t->n_ids = n_ids;
-    req->op_state = t;
-    req->op_state_free = free_target;
-    *out = t;
     return true;
 }
 
@@ -116,7 +126,7 @@ bool hf_ttl_resolve(struct hf_request *req, const struct hf_namespace *ns, uint3
         return true;
     }
     if (asked < ns->min_ttl_ms || asked > ns->max_ttl_ms) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "ttl_ms", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "ttl_ms", NULL,
                         "ttl_ms %u outside namespace '%s' bounds %u..%u", asked, ns->name,
                         ns->min_ttl_ms, ns->max_ttl_ms);
         return false;
@@ -129,11 +139,11 @@ bool hf_token_check(struct hf_request *req, const char *token, bool required) {
     size_t len = token ? strlen(token) : 0;
     if (len == 0 && !required) return true;
     if (len == 0) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "token", NULL, "token is required");
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "token", NULL, "token is required");
         return false;
     }
     if (!hf_token_parse(token, len, NULL)) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "token", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "token", NULL,
                         "token is not a holdfast token");
         return false;
     }
@@ -147,18 +157,18 @@ void hf_answer_redis_failure(struct hf_request *req, const struct hf_namespace *
                       : status == HF_REDIS_DISCONNECTED ? "connection lost"
                       : "not connected";
     if (ns && ns->on_redis_down == HF_BEST_EFFORT &&
-        (req->op == HF_OP_HOLD || req->op == HF_OP_EXTEND || req->op == HF_OP_RELEASE)) {
+        (req->op->flags & HF_OP_DEGRADABLE)) {
         hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
         char message[160];
         snprintf(message, sizeof message,
                  "degraded: redis %s (%s); nothing is held (best_effort)", why, what);
-        resp.code = CODE(OK);
+        resp.code = HF_CODE(OK);
         resp.degraded = true;
         resp.message = message;
         hf_request_reply(req, &resp);
         return;
     }
-    hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL, "redis %s (%s)", why, what);
+    hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis %s (%s)", why, what);
 }
 
 void hf_answer_script_code(struct hf_request *req, const struct hf_target *t, long long code,
@@ -166,19 +176,19 @@ void hf_answer_script_code(struct hf_request *req, const struct hf_target *t, lo
     const char *id = index >= 1 && (size_t)index <= t->n_ids ? t->ids[index - 1] : NULL;
     switch (code) {
     case 2:
-        hf_request_fail(req, CODE(HELD_BY_ANOTHER), NULL, id, "'%s' is held by another token",
+        hf_request_fail(req, HF_CODE(HELD_BY_ANOTHER), NULL, id, "'%s' is held by another token",
                         id ? id : "?");
         break;
     case 3:
-        hf_request_fail(req, CODE(NOT_HELD), NULL, id, "'%s' is not held (expired or never held)",
+        hf_request_fail(req, HF_CODE(NOT_HELD), NULL, id, "'%s' is not held (expired or never held)",
                         id ? id : "?");
         break;
     case 4:
-        hf_request_fail(req, CODE(CONFIRMED), NULL, id, "'%s' is already confirmed",
+        hf_request_fail(req, HF_CODE(CONFIRMED), NULL, id, "'%s' is already confirmed",
                         id ? id : "?");
         break;
     default:
-        hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "unexpected script result %lld", code);
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "unexpected script result %lld", code);
         break;
     }
 }

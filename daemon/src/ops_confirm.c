@@ -25,11 +25,10 @@
 
 #include "log.h"
 #include "metrics.h"
-#include "ops.h"
+#include "ops_common.h"
 #include "pg_pool.h"
 #include "scripts.h"
 
-#define CODE(x) HOLDFAST__V1__CODE__CODE_##x
 
 #define MAX_PAYLOAD_BYTES 4096
 #define MAX_REFERENCE_BYTES 256
@@ -76,11 +75,11 @@ struct outcome {
     struct out_row *rows; /* the rows that name a resource */
 };
 
-/* One Confirm or Cancel in progress; holds a reference on the request and
- * is freed when its timer handle has closed. */
+/* One Confirm or Cancel: the op's context. */
 struct cc {
+    struct hf_target target;
     struct hf_request *req;
-    struct hf_target *t;
+    struct hf_target *t;      /* &target */
     bool cancel;
     const char *token;        /* Confirm: borrowed from the request; Redis only */
     uint64_t fence;
@@ -98,7 +97,6 @@ struct cc {
     char resolve_why[160];
     struct hf_keyset *clear_keys; /* Cancel: keys of the cancelled ids */
     struct outcome out;
-    uv_timer_t timer;         /* resolve retries; closing it ends the call */
 };
 
 static const char *op_word(const struct cc *cc) { return cc->cancel ? "cancel" : "confirm"; }
@@ -112,24 +110,21 @@ static void outcome_clear(struct outcome *o) {
     memset(o, 0, sizeof *o);
 }
 
-static void on_cc_closed(uv_handle_t *h) {
-    struct cc *cc = h->data;
-    struct hf_request *req = cc->req;
+static void free_cc(void *ctx) {
+    struct cc *cc = ctx;
     outcome_clear(&cc->out);
     hf_keyset_free(cc->clear_keys);
     free(cc->ids_array);
-    free(cc);
-    hf_request_unref(req);
+    hf_target_clear(&cc->target);
 }
 
 static void cc_done(struct cc *cc) {
     if (!cc->req->answered) {
         /* Every path answers before it ends; this is a safety net. */
         log_error("%s cid=%s: ended without an answer", op_word(cc), cc->req->correlation_id);
-        hf_request_fail(cc->req, CODE(INTERNAL), NULL, NULL, "internal error");
+        hf_request_fail(cc->req, HF_CODE(INTERNAL), NULL, NULL, "internal error");
     }
-    uv_timer_stop(&cc->timer);
-    uv_close((uv_handle_t *)&cc->timer, on_cc_closed);
+    hf_request_op_done(cc->req);
 }
 
 /* {"12","13"}: ids are validated names, quoted anyway. */
@@ -153,22 +148,28 @@ static char *pg_text_array(char *const *ids, size_t n) {
     return out;
 }
 
-static struct cc *cc_create(struct hf_request *req, struct hf_target *t, bool cancel) {
-    struct cc *cc = calloc(1, sizeof *cc);
+/* The context, with its target parsed. NULL: the request has been answered. */
+static struct cc *cc_create(struct hf_request *req, bool cancel, const char *ns,
+                            const char *partition, char **ids, size_t n_ids) {
+    struct cc *cc = hf_request_context(req, sizeof *cc, free_cc);
     if (!cc) return NULL;
-    cc->ids_array = pg_text_array(t->ids, t->n_ids);
-    if (!cc->ids_array) {
-        free(cc);
-        return NULL;
-    }
     cc->req = req;
-    cc->t = t;
+    cc->t = &cc->target;
     cc->cancel = cancel;
     cc->payload = "";
-    uv_timer_init(req->d->loop, &cc->timer);
-    cc->timer.data = cc;
-    hf_request_ref(req);
+    if (!hf_target_parse(req, cc->t, ns, partition, ids, n_ids)) return NULL;
     return cc;
+}
+
+/* Checks passed: from here every path ends in cc_done. */
+static bool cc_start(struct cc *cc) {
+    cc->ids_array = pg_text_array(cc->t->ids, cc->t->n_ids);
+    if (!cc->ids_array) {
+        hf_request_fail(cc->req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+        return false;
+    }
+    hf_request_op_start(cc->req);
+    return true;
 }
 
 /* ---- validation ---- */
@@ -204,36 +205,36 @@ static bool valid_utf8(const unsigned char *s, size_t n) {
 static bool check_common(struct hf_request *req, const struct hf_target *t, const char *key,
                          const char *reference) {
     if (!t->ns->confirmable) {
-        hf_request_fail(req, CODE(FAILED_PRECONDITION), "namespace", NULL,
+        hf_request_fail(req, HF_CODE(FAILED_PRECONDITION), "namespace", NULL,
                         "namespace '%s' is not confirmable", t->ns->name);
         return false;
     }
     if (!req->d->pg) {
-        hf_request_fail(req, CODE(FAILED_PRECONDITION), NULL, NULL,
+        hf_request_fail(req, HF_CODE(FAILED_PRECONDITION), NULL, NULL,
                         "%s needs PostgreSQL (postgres.dsn), which this daemon does not have "
-                        "configured", hf_op_name(req->op));
+                        "configured", req->op->name);
         return false;
     }
     if (!key || !*key) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "idempotency_key", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "idempotency_key", NULL,
                         "idempotency_key is required");
         return false;
     }
     if (!hf_valid_ref_id(key, strlen(key))) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "idempotency_key", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "idempotency_key", NULL,
                         "idempotency_key must be 1-128 bytes of [A-Za-z0-9._:-]");
         return false;
     }
     size_t rlen = reference ? strlen(reference) : 0;
     if (rlen > MAX_REFERENCE_BYTES || !valid_utf8((const unsigned char *)reference, rlen)) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "reference", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "reference", NULL,
                         "reference must be at most %d bytes of UTF-8", MAX_REFERENCE_BYTES);
         return false;
     }
     /* Refuse before the hold is stretched, rather than after. */
     if (!req->d->pg_ready) {
         req->db_outcome = "not_sent";
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL, "postgres is not connected");
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "postgres is not connected");
         return false;
     }
     return true;
@@ -280,7 +281,7 @@ static void answer_confirmed(struct cc *cc) {
     if (!claims || !ptrs) {
         free(claims);
         free(ptrs);
-        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL,
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL,
                         "out of memory (the confirm is committed; retry with the same "
                         "idempotency key to get its result)");
         return;
@@ -299,7 +300,7 @@ static void answer_confirmed(struct cc *cc) {
     cr.n_claims = o->n;
     cr.claims = ptrs;
     cr.replayed = o->replayed;
-    resp.code = CODE(OK);
+    resp.code = HF_CODE(OK);
     resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_CONFIRM;
     resp.confirm = &cr;
     hf_request_reply(req, &resp);
@@ -312,7 +313,7 @@ static void answer_cancelled(struct cc *cc) {
     Holdfast__V1__CancelResponse cr = HOLDFAST__V1__CANCEL_RESPONSE__INIT;
     cr.cancelled = (uint32_t)cc->out.n;
     cr.replayed = cc->out.replayed;
-    resp.code = CODE(OK);
+    resp.code = HF_CODE(OK);
     resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_CANCEL;
     resp.cancel = &cr;
     hf_request_reply(cc->req, &resp);
@@ -447,24 +448,24 @@ static void settle(struct cc *cc) {
         break;
     case OUT_CONFLICT:
         req->db_outcome = o->replayed ? "replay" : "rollback";
-        hf_request_fail(req, CODE(CONFLICT), NULL, id, "'%s' is already claimed%s",
+        hf_request_fail(req, HF_CODE(CONFLICT), NULL, id, "'%s' is already claimed%s",
                         id ? id : "?", again);
         break;
     case OUT_STALE:
         req->db_outcome = o->replayed ? "replay" : "rollback";
-        hf_request_fail(req, CODE(STALE), NULL, id,
+        hf_request_fail(req, HF_CODE(STALE), NULL, id,
                         "'%s' was seen with a newer fence (%" PRId64 ") than this hold's%s",
                         id ? id : "?", o->n ? o->rows[0].fence : 0, again);
         break;
     case OUT_MISMATCH:
         req->db_outcome = "rollback";
-        hf_request_fail(req, CODE(IDEMPOTENCY_MISMATCH), "idempotency_key", NULL,
+        hf_request_fail(req, HF_CODE(IDEMPOTENCY_MISMATCH), "idempotency_key", NULL,
                         "idempotency_key '%s' was already used with a different request",
                         cc->key);
         break;
     default:
         req->db_outcome = "unknown";
-        hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "unexpected result from the database");
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "unexpected result from the database");
         break;
     }
     cc_done(cc);
@@ -477,11 +478,11 @@ static void answer_pg_error(struct cc *cc, const struct hf_pg_result *r) {
     req->db_outcome = "rollback";
     if (strcmp(s, "55P03") == 0 || strcmp(s, "57014") == 0) {
         /* lock_timeout (set from this request's deadline) or statement_timeout */
-        hf_request_fail(req, CODE(DEADLINE_EXCEEDED), NULL, NULL,
+        hf_request_fail(req, HF_CODE(DEADLINE_EXCEEDED), NULL, NULL,
                         "the database did not finish in time (%s); nothing was committed", r->message);
     } else if (strncmp(s, "40", 2) == 0 || strncmp(s, "53", 2) == 0 || strncmp(s, "57", 2) == 0 ||
                strncmp(s, "58", 2) == 0 || strncmp(s, "55", 2) == 0) {
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
                         "postgres: %s (SQLSTATE %s); nothing was committed, retry with the same "
                         "idempotency key", r->message, s);
     } else if (strcmp(s, "42883") == 0 || strcmp(s, "3F000") == 0 || strcmp(s, "42P01") == 0 ||
@@ -489,12 +490,12 @@ static void answer_pg_error(struct cc *cc, const struct hf_pg_result *r) {
         log_error("%s cid=%s: postgres schema or privileges are not usable: %s (SQLSTATE %s); "
                   "run holdfastd --migrate and check the role's grants",
                   op_word(cc), req->correlation_id, r->message, s);
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
                         "postgres schema holdfast is missing or not usable (SQLSTATE %s)", s);
     } else {
         log_error("%s cid=%s: postgres refused the statement: %s (SQLSTATE %s)", op_word(cc),
                   req->correlation_id, r->message, s);
-        hf_request_fail(req, CODE(INTERNAL), NULL, NULL,
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL,
                         "the database refused the %s (SQLSTATE %s); nothing was committed",
                         op_word(cc), s);
     }
@@ -509,13 +510,13 @@ static void give_up(struct cc *cc, const char *why) {
     req->db_outcome = "unknown";
     log_warn("%s cid=%s: the outcome could not be settled (%s)", op_word(cc), req->correlation_id,
              why);
-    hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
+    hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
                     "the database connection failed after the %s was sent and its outcome is "
                     "unknown (%s); retry with the same idempotency key", op_word(cc), why);
     cc_done(cc);
 }
 
-static void on_resolve_timer(uv_timer_t *t) { resolve_attempt(t->data); }
+static void on_resolve_timer(struct hf_request *req) { resolve_attempt(req->ctx); }
 
 static void resolve_retry(struct cc *cc, const char *why) {
     snprintf(cc->resolve_why, sizeof cc->resolve_why, "%s", why);
@@ -523,7 +524,7 @@ static void resolve_retry(struct cc *cc, const char *why) {
         give_up(cc, cc->resolve_why);
         return;
     }
-    uv_timer_start(&cc->timer, on_resolve_timer, RESOLVE_RETRY_MS, 0);
+    hf_request_timer_start(cc->req, RESOLVE_RETRY_MS, on_resolve_timer);
 }
 
 static void on_resolve_result(void *privdata, const struct hf_pg_result *r) {
@@ -544,7 +545,7 @@ static void on_resolve_result(void *privdata, const struct hf_pg_result *r) {
         log_info("%s cid=%s: in-doubt outcome settled: it did not commit", op_word(cc),
                  req->correlation_id);
         req->db_outcome = "rollback";
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
                         "the database connection failed before the %s's result; it did not "
                         "commit, retry with the same idempotency key", op_word(cc));
         cc_done(cc);
@@ -614,7 +615,7 @@ static void on_statement_result(void *privdata, const struct hf_pg_result *r) {
             req->db_outcome = "unknown";
             log_error("%s cid=%s: unexpected result from holdfast.%s()", op_word(cc),
                       req->correlation_id, op_word(cc));
-            hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "unexpected result from the database");
+            hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "unexpected result from the database");
             cc_done(cc);
             return;
         }
@@ -626,7 +627,7 @@ static void on_statement_result(void *privdata, const struct hf_pg_result *r) {
         return;
     case HF_PG_NOT_SENT:
         req->db_outcome = "not_sent";
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL, "postgres: %s; nothing was sent",
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "postgres: %s; nothing was sent",
                         r->message);
         cc_done(cc);
         return;
@@ -638,7 +639,7 @@ static void on_statement_result(void *privdata, const struct hf_pg_result *r) {
 
 static void statement_not_sent(struct cc *cc, int rc) {
     cc->req->db_outcome = "not_sent";
-    hf_request_fail(cc->req, CODE(UNAVAILABLE), NULL, NULL, "postgres %s",
+    hf_request_fail(cc->req, HF_CODE(UNAVAILABLE), NULL, NULL, "postgres %s",
                     rc == -ENOTCONN ? "is not connected" : strerror(-rc));
     cc_done(cc);
 }
@@ -683,12 +684,12 @@ static void answer_hold_gone(struct cc *cc) {
     long long i = cc->hold_index;
     const char *id = i >= 1 && (size_t)i <= cc->t->n_ids ? cc->t->ids[i - 1] : NULL;
     if (cc->hold_state == HF_SC_CONFIRMED)
-        hf_request_fail(req, CODE(CONFIRMED), NULL, id, "'%s' is already confirmed", id ? id : "?");
+        hf_request_fail(req, HF_CODE(CONFIRMED), NULL, id, "'%s' is already confirmed", id ? id : "?");
     else if (cc->hold_state == HF_SC_HELD_BY_ANOTHER)
-        hf_request_fail(req, CODE(HOLD_LOST), NULL, id,
+        hf_request_fail(req, HF_CODE(HOLD_LOST), NULL, id,
                         "'%s' is held by another token: this hold was lost", id ? id : "?");
     else
-        hf_request_fail(req, CODE(HOLD_LOST), NULL, id,
+        hf_request_fail(req, HF_CODE(HOLD_LOST), NULL, id,
                         "'%s' is no longer held by this token (expired or released)",
                         id ? id : "?");
 }
@@ -699,7 +700,7 @@ static void on_lookup_result(void *privdata, const struct hf_pg_result *r) {
     if (r->status != HF_PG_OK || !parse_outcome(r->res, &cc->out) || cc->out.code == OUT_UNKNOWN) {
         /* HOLD_LOST would be a lie if an earlier attempt committed. */
         req->db_outcome = "unknown";
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
                         "the hold is gone and postgres could not say whether this confirm "
                         "already committed (%s); retry with the same idempotency key",
                         r->status == HF_PG_OK ? "unexpected result" : r->message);
@@ -725,7 +726,7 @@ static void run_lookup(struct cc *cc) {
                          hf_request_remaining_ms(req), on_lookup_result, cc);
     if (rc != 0) {
         req->db_outcome = "unknown";
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
                         "the hold is gone and postgres is not connected to say whether this "
                         "confirm already committed; retry with the same idempotency key");
         cc_done(cc);
@@ -744,7 +745,7 @@ static void on_check_reply(void *privdata, enum hf_redis_status status, redisRep
         return;
     }
     if (!hf_reply_code(r, &code)) {
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL, "redis refused the confirm_check script");
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the confirm_check script");
         cc_done(cc);
         return;
     }
@@ -755,7 +756,7 @@ static void on_check_reply(void *privdata, enum hf_redis_status status, redisRep
     }
     if (code == HF_SC_GRANTED) {
         if (hf_reply_int(r, 1) != (long long)cc->fence) {
-            hf_request_fail(req, CODE(INTERNAL), NULL, NULL,
+            hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL,
                             "confirm_check returned a fence that does not match the token");
             cc_done(cc);
             return;
@@ -771,27 +772,24 @@ static void on_check_reply(void *privdata, enum hf_redis_status status, redisRep
 
 void hf_op_confirm(struct hf_request *req) {
     Holdfast__V1__ConfirmRequest *m = req->msg->confirm;
-    struct hf_target *t;
-    if (!hf_target_parse(req, m->namespace_, m->partition, m->ids, m->n_ids, &t)) return;
+    struct cc *cc = cc_create(req, false, m->namespace_, m->partition, m->ids, m->n_ids);
+    if (!cc) return;
+    struct hf_target *t = cc->t;
     if (!hf_token_check(req, m->token, true)) return;
     if (m->payload.len > MAX_PAYLOAD_BYTES) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "payload", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "payload", NULL,
                         "payload is %zu bytes; at most %d", m->payload.len, MAX_PAYLOAD_BYTES);
         return;
     }
     uint64_t fence = 0;
     hf_token_parse(m->token, strlen(m->token), &fence);
     if (fence == 0 || fence > INT64_MAX) {
-        hf_request_fail(req, CODE(INVALID_ARGUMENT), "token", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "token", NULL,
                         "the token's fence is out of range");
         return;
     }
     if (!check_common(req, t, m->idempotency_key, m->reference)) return;
-    struct cc *cc = cc_create(req, t, false);
-    if (!cc) {
-        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
-        return;
-    }
+    if (!cc_start(cc)) return;
     cc->token = m->token;
     cc->fence = fence;
     cc->key = m->idempotency_key;
@@ -817,14 +815,10 @@ void hf_op_confirm(struct hf_request *req) {
 
 void hf_op_cancel(struct hf_request *req) {
     Holdfast__V1__CancelRequest *m = req->msg->cancel;
-    struct hf_target *t;
-    if (!hf_target_parse(req, m->namespace_, m->partition, m->ids, m->n_ids, &t)) return;
-    if (!check_common(req, t, m->idempotency_key, m->reference)) return;
-    struct cc *cc = cc_create(req, t, true);
-    if (!cc) {
-        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
-        return;
-    }
+    struct cc *cc = cc_create(req, true, m->namespace_, m->partition, m->ids, m->n_ids);
+    if (!cc) return;
+    if (!check_common(req, cc->t, m->idempotency_key, m->reference)) return;
+    if (!cc_start(cc)) return;
     cc->key = m->idempotency_key;
     cc->reference = m->reference ? m->reference : "";
     run_cancel(cc);

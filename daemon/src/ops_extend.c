@@ -2,39 +2,37 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ops.h"
+#include "ops_common.h"
 #include "scripts.h"
-
-#define CODE(x) HOLDFAST__V1__CODE__CODE_##x
 
 
 static void on_extend_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct hf_request *req = privdata;
-    struct hf_target *t = req->op_state;
+    struct hf_target *t = req->ctx;
     long long code;
     if (status != HF_REDIS_OK) {
         hf_answer_redis_failure(req, t->ns, status, "extend");
     } else if (!hf_reply_code(r, &code)) {
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL, "redis refused the extend script");
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the extend script");
     } else if (code != HF_SC_GRANTED) {
         hf_answer_script_code(req, t, code, hf_reply_int(r, 1));
     } else {
         hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
         Holdfast__V1__ExtendResponse er = HOLDFAST__V1__EXTEND_RESPONSE__INIT;
         er.ttl_ms = req->msg->extend->ttl_ms;
-        resp.code = CODE(OK);
+        resp.code = HF_CODE(OK);
         resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_EXTEND;
         resp.extend = &er;
         hf_request_reply(req, &resp);
     }
-    hf_request_unref(req);
+    hf_request_op_done(req);
 }
 
 void hf_op_extend(struct hf_request *req) {
     Holdfast__V1__ExtendRequest *m = req->msg->extend;
-    struct hf_target *t;
+    struct hf_target *t = hf_target_context(req);
     uint32_t ttl;
-    if (!hf_target_parse(req, m->namespace_, m->partition, m->ids, m->n_ids, &t)) return;
+    if (!t || !hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids)) return;
     if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
     if (!hf_token_check(req, m->token, true)) return;
     m->ttl_ms = ttl; /* echoed in the answer */
@@ -42,12 +40,12 @@ void hf_op_extend(struct hf_request *req) {
     snprintf(ttl_s, sizeof ttl_s, "%u", ttl);
     const char *args[] = {m->token, ttl_s};
     size_t lens[] = {strlen(m->token), strlen(ttl_s)};
-    hf_request_ref(req);
+    hf_request_op_start(req);
     if (hf_scripts_call(req->d->scripts, NULL, HF_FN_EXTEND, t->keys->count - 1,
                         t->keys->keys + 1, t->keys->lens + 1, 2, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                         on_extend_reply, req) != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "extend");
-        hf_request_unref(req);
+        hf_request_op_done(req);
     }
 }

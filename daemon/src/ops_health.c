@@ -2,15 +2,9 @@
 #include <stdlib.h>
 
 #include "metrics.h"
-#include "ops.h"
+#include "ops_common.h"
 #include "scripts.h"
 
-#define CODE(x) HOLDFAST__V1__CODE__CODE_##x
-
-bool hf_daemon_ready(const struct hf_daemon *d) {
-    if (d->draining || !hf_scripts_ready(d->scripts)) return false;
-    return !d->pg || d->pg_ready;
-}
 
 void hf_op_health(struct hf_request *req) {
     struct hf_daemon *d = req->d;
@@ -27,7 +21,7 @@ void hf_op_health(struct hf_request *req) {
     hr.connections = d->connections;
     hr.in_flight = d->in_flight;
     hr.draining = d->draining;
-    resp.code = CODE(OK);
+    resp.code = HF_CODE(OK);
     resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_HEALTH;
     resp.health = &hr;
     hf_request_reply(req, &resp);
@@ -36,13 +30,13 @@ void hf_op_health(struct hf_request *req) {
 void hf_op_metrics(struct hf_request *req) {
     char *text = hf_metrics_render();
     if (!text) {
-        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
         return;
     }
     hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__MetricsResponse mr = HOLDFAST__V1__METRICS_RESPONSE__INIT;
     mr.text = text;
-    resp.code = CODE(OK);
+    resp.code = HF_CODE(OK);
     resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_METRICS;
     resp.metrics = &mr;
     hf_request_reply(req, &resp);

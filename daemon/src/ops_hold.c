@@ -6,15 +6,16 @@
 
 #include "log.h"
 #include "metrics.h"
-#include "ops.h"
+#include "ops_common.h"
 #include "policy.h"
 #include "scripts.h"
 
-#define CODE(x) HOLDFAST__V1__CODE__CODE_##x
 
+/* The op's context. */
 struct hold_call {
+    struct hf_target target;
     struct hf_request *req;
-    struct hf_target *t;
+    struct hf_target *t;        /* &target */
     struct hf_redis_conn *conn; /* the connection whose script made the grant */
     uint32_t ttl;
     uint64_t fence;
@@ -24,10 +25,11 @@ struct hold_call {
     const char *why_withdrawn; /* answer to give once the grant is withdrawn */
 };
 
-static void finish(struct hold_call *hc) {
-    struct hf_request *req = hc->req;
-    free(hc);
-    hf_request_unref(req);
+static void finish(struct hold_call *hc) { hf_request_op_done(hc->req); }
+
+static void free_hold_call(void *ctx) {
+    struct hold_call *hc = ctx;
+    hf_target_clear(&hc->target);
 }
 
 static void on_undo_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
@@ -37,7 +39,7 @@ static void on_undo_reply(void *privdata, enum hf_redis_status status, redisRepl
                  hc->req->correlation_id, hc->ttl);
     /* Answered only now, so a retry never meets its own withdrawn grant. */
     if (hc->why_withdrawn)
-        hf_request_fail(hc->req, CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);
+        hf_request_fail(hc->req, HF_CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);
     finish(hc);
 }
 
@@ -52,7 +54,7 @@ static void withdraw_grant(struct hold_call *hc) {
         log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
                  hc->req->correlation_id, hc->ttl);
         if (hc->why_withdrawn)
-            hf_request_fail(hc->req, CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);
+            hf_request_fail(hc->req, HF_CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);
         finish(hc);
     }
 }
@@ -63,7 +65,7 @@ static void answer_granted(struct hold_call *hc) {
     hr.token = hc->token;
     hr.fence = hc->fence;
     hr.ttl_ms = hc->ttl;
-    resp.code = CODE(OK);
+    resp.code = HF_CODE(OK);
     resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_HOLD;
     resp.hold = &hr;
     hf_request_reply(hc->req, &resp);
@@ -100,7 +102,7 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
         return;
     }
     if (!hf_reply_code(r, &code)) {
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL, "redis refused the hold script");
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the hold script");
         finish(hc);
         return;
     }
@@ -114,7 +116,7 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
         snprintf(hc->token, sizeof hc->token, "%s.%s", fence->str, hc->random) >=
             (int)sizeof hc->token ||
         !hf_token_parse(hc->token, strlen(hc->token), &hc->fence)) {
-        hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "hold script returned a bad fence");
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "hold script returned a bad fence");
         finish(hc);
         return;
     }
@@ -163,50 +165,44 @@ static bool admitted_by_policy(struct hf_request *req, const struct hf_target *t
     case HF_ADMIT:
         return true;
     case HF_DENY:
-        hf_request_fail(req, CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
+        hf_request_fail(req, HF_CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
         return false;
     default:
         hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
         log_error("hold cid=%s: namespace '%s' admit hook failed: %s", req->correlation_id,
                   t->ns->name, why);
-        hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
         return false;
     }
 }
 
 void hf_op_hold(struct hf_request *req) {
     Holdfast__V1__HoldRequest *m = req->msg->hold;
-    struct hf_target *t;
+    struct hold_call *hc = hf_request_context(req, sizeof *hc, free_hold_call);
+    if (!hc) return;
+    hc->req = req;
+    struct hf_target *t = hc->t = &hc->target;
     uint32_t ttl;
-    if (!hf_target_parse(req, m->namespace_, m->partition, m->ids, m->n_ids, &t)) return;
+    if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids)) return;
     if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
     if (!admitted_by_policy(req, t, &ttl)) return;
-    struct hold_call *hc = calloc(1, sizeof *hc);
-    if (!hc) {
-        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
-        return;
-    }
-    hc->req = req;
-    hc->t = t;
     hc->ttl = ttl;
     if (hf_token_random(hc->random) != 0) {
-        free(hc);
-        hf_request_fail(req, CODE(INTERNAL), NULL, NULL, "getrandom failed");
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "getrandom failed");
         return;
     }
     char ttl_s[16];
     snprintf(ttl_s, sizeof ttl_s, "%u", ttl);
     const char *args[] = {hc->random, ttl_s};
     size_t lens[] = {HF_TOKEN_RANDOM_CHARS, strlen(ttl_s)};
-    hf_request_ref(req);
+    hf_request_op_start(req);
     /* hc->conn is set to the connection that ran the script (in a cluster,
      * possibly another node's after a redirection) before on_hold_reply. */
     if (hf_scripts_call(req->d->scripts, &hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
                         t->keys->lens, 2, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                         on_hold_reply, hc) != 0) {
-        free(hc);
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "hold");
-        hf_request_unref(req);
+        hf_request_op_done(req);
     }
 }

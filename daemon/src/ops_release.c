@@ -7,10 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops.h"
+#include "ops_common.h"
 #include "scripts.h"
 
-#define CODE(x) HOLDFAST__V1__CODE__CODE_##x
 
 #define CONFIRMED_PREFIX "!confirmed:"
 
@@ -25,17 +24,17 @@ static void answer(struct hf_request *req, const struct hf_target *t, uint32_t r
     resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_RELEASE;
     resp.release = &rr;
     if (first_code == HF_SC_GRANTED) {
-        resp.code = CODE(OK);
+        resp.code = HF_CODE(OK);
     } else {
         const char *id = first_index >= 1 && (size_t)first_index <= t->n_ids
                              ? t->ids[first_index - 1] : "";
         const char *what = "is not held (expired or never held)";
-        resp.code = CODE(NOT_HELD);
+        resp.code = HF_CODE(NOT_HELD);
         if (first_code == HF_SC_HELD_BY_ANOTHER) {
-            resp.code = CODE(HELD_BY_ANOTHER);
+            resp.code = HF_CODE(HELD_BY_ANOTHER);
             what = "is held by another token";
         } else if (first_code == HF_SC_CONFIRMED) {
-            resp.code = CODE(CONFIRMED);
+            resp.code = HF_CODE(CONFIRMED);
             what = "is confirmed";
         }
         snprintf(message, sizeof message, "'%s' %s; %u of %zu released", id, what, released,
@@ -47,25 +46,13 @@ static void answer(struct hf_request *req, const struct hf_target *t, uint32_t r
     hf_request_reply(req, &resp);
 }
 
-static void on_release_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
-    struct hf_request *req = privdata;
-    struct hf_target *t = req->op_state;
-    long long code;
-    if (status != HF_REDIS_OK) {
-        hf_answer_redis_failure(req, t->ns, status, "release");
-    } else if (!hf_reply_code(r, &code) || code < HF_SC_GRANTED || code > HF_SC_CONFIRMED) {
-        hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL, "redis refused the release script");
-    } else {
-        answer(req, t, (uint32_t)hf_reply_int(r, 1), code, hf_reply_int(r, 2));
-    }
-    hf_request_unref(req);
-}
+struct delex_item;
 
-/* ---- the DELEX path ---- */
-
-struct delex_call {
+/* The op's context (the DELEX fields are used on that path only). */
+struct release_call {
+    struct hf_target target;
     struct hf_request *req;
-    struct hf_target *t;
+    struct hf_target *t;    /* &target */
     size_t outstanding;
     uint32_t released;
     bool failed;
@@ -73,28 +60,52 @@ struct delex_call {
     long long first_code;   /* classification of the first id not released */
     size_t first_index;     /* 1-based, 0 = none yet */
     unsigned char *deleted; /* per id: 1 when DELEX returned 1 */
+    struct delex_item *items;
 };
 
+/* One id's DELEX (then GET) call. */
 struct delex_item {
-    struct delex_call *call;
+    struct release_call *call;
     size_t index; /* 0-based id index */
 };
 
-static void delex_finish(struct delex_call *dc) {
+static void free_release_call(void *ctx) {
+    struct release_call *rc = ctx;
+    hf_target_clear(&rc->target);
+    free(rc->deleted);
+    free(rc->items);
+}
+
+static void on_release_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct release_call *rc = privdata;
+    struct hf_request *req = rc->req;
+    struct hf_target *t = rc->t;
+    long long code;
+    if (status != HF_REDIS_OK) {
+        hf_answer_redis_failure(req, t->ns, status, "release");
+    } else if (!hf_reply_code(r, &code) || code < HF_SC_GRANTED || code > HF_SC_CONFIRMED) {
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the release script");
+    } else {
+        answer(req, t, (uint32_t)hf_reply_int(r, 1), code, hf_reply_int(r, 2));
+    }
+    hf_request_op_done(req);
+}
+
+/* ---- the DELEX path ---- */
+
+static void delex_finish(struct release_call *dc) {
     struct hf_request *req = dc->req;
     if (dc->failed)
         hf_answer_redis_failure(req, dc->t->ns, dc->failure, "release");
     else
         answer(req, dc->t, dc->released, dc->first_index ? dc->first_code : HF_SC_GRANTED,
                (long long)dc->first_index);
-    free(dc->deleted);
-    free(dc);
-    hf_request_unref(req);
+    hf_request_op_done(req);
 }
 
 static void on_classify(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct delex_item *item = privdata;
-    struct delex_call *dc = item->call;
+    struct release_call *dc = item->call;
     if (!dc->first_index || item->index + 1 < dc->first_index) {
         dc->first_index = item->index + 1;
         /* When the GET fails the release itself is still done; we only cannot
@@ -105,27 +116,22 @@ static void on_classify(void *privdata, enum hf_redis_status status, redisReply 
                                  ? HF_SC_CONFIRMED
                                  : HF_SC_HELD_BY_ANOTHER;
     }
-    free(item);
     if (--dc->outstanding == 0) delex_finish(dc);
 }
 
-static void classify_leftovers(struct delex_call *dc) {
+static void classify_leftovers(struct release_call *dc) {
     struct hf_request *req = dc->req;
     struct hf_keyset *ks = dc->t->keys;
     dc->outstanding = 1; /* guard while sending */
     for (size_t i = 0; i < dc->t->n_ids; i++) {
         if (dc->deleted[i]) continue;
-        struct delex_item *item = malloc(sizeof *item);
-        if (!item) break;
-        item->call = dc;
-        item->index = i;
+        struct delex_item *item = &dc->items[i];
         const char *argv[] = {"GET", ks->keys[i + 1]};
         size_t lens[] = {3, ks->lens[i + 1]};
         if (hf_scripts_command(req->d->scripts, NULL, ks->keys[i + 1], ks->lens[i + 1], 2, argv,
                                lens,
                                hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                                on_classify, item) != 0) {
-            free(item);
             if (!dc->first_index) {
                 dc->first_index = i + 1;
                 dc->first_code = HF_SC_NOT_HELD;
@@ -139,7 +145,7 @@ static void classify_leftovers(struct delex_call *dc) {
 
 static void on_delex_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct delex_item *item = privdata;
-    struct delex_call *dc = item->call;
+    struct release_call *dc = item->call;
     if (status != HF_REDIS_OK || r->type != REDIS_REPLY_INTEGER) {
         if (!dc->failed) dc->failure = status == HF_REDIS_OK ? HF_REDIS_DISCONNECTED : status;
         dc->failed = true;
@@ -147,7 +153,6 @@ static void on_delex_reply(void *privdata, enum hf_redis_status status, redisRep
         dc->deleted[item->index] = 1;
         dc->released++;
     }
-    free(item);
     if (--dc->outstanding > 0) return;
     if (!dc->failed && dc->released < dc->t->n_ids)
         classify_leftovers(dc);
@@ -155,37 +160,29 @@ static void on_delex_reply(void *privdata, enum hf_redis_status status, redisRep
         delex_finish(dc);
 }
 
-static void release_with_delex(struct hf_request *req, struct hf_target *t, const char *token) {
-    struct delex_call *dc = calloc(1, sizeof *dc);
-    if (dc) dc->deleted = calloc(t->n_ids, 1);
-    if (!dc || !dc->deleted) {
-        if (dc) free(dc);
-        hf_request_fail(req, CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+static void release_with_delex(struct release_call *dc, const char *token) {
+    struct hf_request *req = dc->req;
+    struct hf_target *t = dc->t;
+    dc->deleted = calloc(t->n_ids, 1);
+    dc->items = calloc(t->n_ids, sizeof *dc->items);
+    if (!dc->deleted || !dc->items) {
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
         return;
     }
-    dc->req = req;
-    dc->t = t;
-    hf_request_ref(req);
+    for (size_t i = 0; i < t->n_ids; i++) dc->items[i] = (struct delex_item){dc, i};
+    hf_request_op_start(req);
     /* One connection for all ids (one partition, so one node in a cluster). */
     struct hf_redis_conn *conn =
         hf_scripts_pick(req->d->scripts, t->keys->keys[1], t->keys->lens[1]);
     dc->outstanding = 1; /* guard while sending */
     for (size_t i = 0; conn && i < t->n_ids; i++) {
-        struct delex_item *item = malloc(sizeof *item);
-        if (!item) {
-            dc->failed = true;
-            dc->failure = HF_REDIS_NOT_SENT;
-            break;
-        }
-        item->call = dc;
-        item->index = i;
+        struct delex_item *item = &dc->items[i];
         const char *argv[] = {"DELEX", t->keys->keys[i + 1], "IFEQ", token};
         size_t lens[] = {5, t->keys->lens[i + 1], 4, strlen(token)};
         if (hf_scripts_command(req->d->scripts, conn, t->keys->keys[i + 1], t->keys->lens[i + 1],
                                4, argv, lens,
                                hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                                on_delex_reply, item) != 0) {
-            free(item);
             dc->failed = true;
             dc->failure = HF_REDIS_NOT_SENT;
             break;
@@ -201,21 +198,24 @@ static void release_with_delex(struct hf_request *req, struct hf_target *t, cons
 
 void hf_op_release(struct hf_request *req) {
     Holdfast__V1__ReleaseRequest *m = req->msg->release;
-    struct hf_target *t;
-    if (!hf_target_parse(req, m->namespace_, m->partition, m->ids, m->n_ids, &t)) return;
+    struct release_call *rc = hf_request_context(req, sizeof *rc, free_release_call);
+    if (!rc) return;
+    rc->req = req;
+    struct hf_target *t = rc->t = &rc->target;
+    if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids)) return;
     if (!hf_token_check(req, m->token, true)) return;
     if (hf_scripts_release_uses_delex(req->d->scripts)) {
-        release_with_delex(req, t, m->token);
+        release_with_delex(rc, m->token);
         return;
     }
     const char *args[] = {m->token};
     size_t lens[] = {strlen(m->token)};
-    hf_request_ref(req);
+    hf_request_op_start(req);
     if (hf_scripts_call(req->d->scripts, NULL, HF_FN_RELEASE, t->keys->count - 1,
                         t->keys->keys + 1, t->keys->lens + 1, 1, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
-                        on_release_reply, req) != 0) {
+                        on_release_reply, rc) != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "release");
-        hf_request_unref(req);
+        hf_request_op_done(req);
     }
 }

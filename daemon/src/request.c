@@ -1,49 +1,134 @@
-/* request.c - request lifecycle: deadline, answer, log line, metrics. */
+/* request.c - the request layer: clients' in-flight lists, dispatch
+ * through the op table, deadline, the single answer, log line, metrics. */
 #include "request.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "conn.h"
 #include "log.h"
 #include "metrics.h"
-#include "ops.h"
+
+struct hf_client {
+    struct hf_daemon *d;
+    const struct hf_client_io *io;
+    void *io_ctx;
+    uint32_t uid, gid;
+    struct hf_request *requests; /* not answered yet */
+    unsigned in_flight;
+};
+
+/* ---- clients ---- */
+
+struct hf_client *hf_client_create(struct hf_daemon *d, const struct hf_client_io *io,
+                                   void *io_ctx, uint32_t uid, uint32_t gid) {
+    struct hf_client *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    c->d = d;
+    c->io = io;
+    c->io_ctx = io_ctx;
+    c->uid = uid;
+    c->gid = gid;
+    return c;
+}
+
+unsigned hf_client_in_flight(const struct hf_client *c) { return c->in_flight; }
+
+static void client_add(struct hf_client *c, struct hf_request *req) {
+    req->client = c;
+    req->client_prev = NULL;
+    req->client_next = c->requests;
+    if (c->requests) c->requests->client_prev = req;
+    c->requests = req;
+    c->in_flight++;
+}
+
+static void client_remove(struct hf_client *c, struct hf_request *req) {
+    if (req->client_prev) req->client_prev->client_next = req->client_next;
+    else c->requests = req->client_next;
+    if (req->client_next) req->client_next->client_prev = req->client_prev;
+    req->client_prev = req->client_next = NULL;
+    req->client = NULL;
+    c->in_flight--;
+}
+
+void hf_client_gone(struct hf_client *c) {
+    if (!c) return;
+    while (c->requests) client_remove(c, c->requests);
+    free(c);
+}
+
+/* ---- a request's life ---- */
 
 static void on_deadline(uv_timer_t *t) {
     struct hf_request *req = t->data;
-    hf_request_fail(req, HOLDFAST__V1__CODE__CODE_DEADLINE_EXCEEDED, NULL, NULL,
+    hf_request_fail(req, HF_CODE(DEADLINE_EXCEEDED), NULL, NULL,
                     "deadline of %u ms exceeded", req->msg->timeout_ms);
 }
 
 static void generate_correlation_id(char out[HF_NAME_MAX + 1]) {
     unsigned char raw[8] = {0};
+    static const char hex[] = "0123456789abcdef";
     if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != (ssize_t)sizeof raw)
         memset(raw, 0, sizeof raw);
-    for (size_t i = 0; i < sizeof raw; i++) sprintf(out + 2 * i, "%02x", raw[i]);
+    for (size_t i = 0; i < sizeof raw; i++) {
+        out[2 * i] = hex[raw[i] >> 4];
+        out[2 * i + 1] = hex[raw[i] & 15];
+    }
+    out[2 * sizeof raw] = '\0';
 }
 
-void hf_request_dispatch(struct hf_daemon *d, struct hf_conn *conn, hf_request_msg *msg) {
+static const struct hf_op_def *op_of(const struct hf_op_table *t, int method) {
+    for (size_t i = 0; i + 1 < t->n; i++)
+        if (t->ops[i].method == method) return &t->ops[i];
+    return &t->ops[t->n - 1]; /* unknown */
+}
+
+static void on_handle_closed(uv_handle_t *h) {
+    struct hf_request *req = h->data;
+    if (--req->open_handles > 0) return;
+    struct hf_daemon *d = req->d;
+    if (req->ctx_free) req->ctx_free(req->ctx);
+    free(req->ctx);
+    hf_request_msg_free(req->msg);
+    hf_config_unref(req->cfg);
+    free(req);
+    d->in_flight--;
+    hf_metrics_gauge_set(HF_G_IN_FLIGHT, d->in_flight);
+    if (d->in_flight == 0 && d->draining && d->on_idle) d->on_idle(d);
+}
+
+static void unref(struct hf_request *req) {
+    if (--req->refs > 0) return;
+    req->open_handles = 1 + req->op_timer_used;
+    uv_close((uv_handle_t *)&req->deadline, on_handle_closed);
+    if (req->op_timer_used) uv_close((uv_handle_t *)&req->op_timer, on_handle_closed);
+}
+
+static void dispatch(struct hf_client *c, hf_request_msg *msg) {
+    struct hf_daemon *d = c->d;
     struct hf_request *req = calloc(1, sizeof *req);
     if (!req) {
         hf_request_msg_free(msg);
-        hf_conn_fatal(conn, HOLDFAST__V1__CODE__CODE_RESOURCE_EXHAUSTED, "out of memory");
+        c->io->fatal(c->io_ctx, HF_CODE(RESOURCE_EXHAUSTED), "out of memory");
         return;
     }
     req->d = d;
     req->msg = msg;
     req->cfg = hf_config_ref(d->cfg);
-    req->op = hf_op_of(msg->method_case);
+    req->op = op_of(d->ops, (int)msg->method_case);
     req->id = msg->id;
     req->started_ns = uv_hrtime();
     req->refs = 1; /* the answer */
+    req->peer_uid = c->uid;
+    req->peer_gid = c->gid;
     strcpy(req->token_fp, "-");
     d->in_flight++;
     hf_metrics_gauge_set(HF_G_IN_FLIGHT, d->in_flight);
-    hf_conn_request_add(conn, req);
-    hf_conn_peer(conn, &req->peer_uid, &req->peer_gid);
+    client_add(c, req);
 
     uint32_t timeout = msg->timeout_ms ? msg->timeout_ms : req->cfg->default_timeout_ms;
     if (timeout > req->cfg->max_timeout_ms) timeout = req->cfg->max_timeout_ms;
@@ -56,20 +141,36 @@ void hf_request_dispatch(struct hf_daemon *d, struct hf_conn *conn, hf_request_m
     const char *cid = msg->correlation_id;
     bool cid_ok = cid && *cid && hf_valid_ref_id(cid, strlen(cid));
     if (cid_ok)
-        snprintf(req->correlation_id, sizeof req->correlation_id, "%s", cid);
+        memcpy(req->correlation_id, cid, strlen(cid) + 1);
     else
         generate_correlation_id(req->correlation_id);
     if (cid && *cid && !cid_ok) {
-        hf_request_fail(req, HOLDFAST__V1__CODE__CODE_INVALID_ARGUMENT, "correlation_id", NULL,
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "correlation_id", NULL,
                         "correlation_id must be 1-128 bytes of [A-Za-z0-9._:-]");
         return;
     }
     if (d->draining) {
-        hf_request_fail(req, HOLDFAST__V1__CODE__CODE_UNAVAILABLE, NULL, NULL,
-                        "the daemon is shutting down");
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "the daemon is shutting down");
         return;
     }
-    hf_ops_dispatch(req);
+    if (c->in_flight > req->cfg->max_inflight_per_conn) {
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL,
+                        "more than limits.max_inflight_per_conn (%u) requests in flight",
+                        req->cfg->max_inflight_per_conn);
+        return;
+    }
+    req->op->handler(req);
+}
+
+void hf_client_frame(struct hf_client *c, const uint8_t *payload, size_t len) {
+    hf_request_msg *msg = hf_frame_unpack_request(payload, len);
+    if (!msg) {
+        hf_metrics_inc(HF_C_FRAMES_REJECTED);
+        log_warn("client connection: undecodable request frame (%zu bytes); closing", len);
+        c->io->fatal(c->io_ctx, HF_CODE(INVALID_ARGUMENT), "frame is not a holdfast.v1.Request");
+        return;
+    }
+    dispatch(c, msg);
 }
 
 uint32_t hf_request_remaining_ms(const struct hf_request *req) {
@@ -82,30 +183,56 @@ uint32_t hf_request_backend_timeout(const struct hf_request *req, uint32_t limit
     return left < limit_ms ? left : limit_ms;
 }
 
-static void on_request_closed(uv_handle_t *h) {
-    struct hf_request *req = h->data;
-    struct hf_daemon *d = req->d;
-    if (req->op_state_free) req->op_state_free(req->op_state);
-    hf_request_msg_free(req->msg);
-    hf_config_unref(req->cfg);
-    free(req);
-    d->in_flight--;
-    hf_metrics_gauge_set(HF_G_IN_FLIGHT, d->in_flight);
-    if (d->in_flight == 0 && d->draining && d->on_idle) d->on_idle(d);
+/* ---- the op's context, reference and timer ---- */
+
+void *hf_request_context(struct hf_request *req, size_t size, void (*free_fn)(void *ctx)) {
+    assert(!req->ctx);
+    req->ctx = calloc(1, size);
+    if (!req->ctx) {
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+        return NULL;
+    }
+    req->ctx_free = free_fn;
+    return req->ctx;
 }
 
-void hf_request_ref(struct hf_request *req) { req->refs++; }
+void hf_request_op_start(struct hf_request *req) {
+    assert(!req->op_busy);
+    req->op_busy = true;
+    req->refs++;
+}
 
-void hf_request_unref(struct hf_request *req) {
-    if (--req->refs > 0) return;
-    uv_close((uv_handle_t *)&req->deadline, on_request_closed);
+void hf_request_op_done(struct hf_request *req) {
+    assert(req->op_busy);
+    req->op_busy = false;
+    if (req->op_timer_used) uv_timer_stop(&req->op_timer);
+    unref(req);
+}
+
+static void on_op_timer(uv_timer_t *t) {
+    struct hf_request *req = t->data;
+    req->op_timer_cb(req);
+}
+
+void hf_request_timer_start(struct hf_request *req, uint64_t ms,
+                            void (*cb)(struct hf_request *req)) {
+    assert(req->op_busy);
+    if (!req->op_timer_used) {
+        uv_timer_init(req->d->loop, &req->op_timer);
+        req->op_timer.data = req;
+        req->op_timer_used = true;
+    }
+    req->op_timer_cb = cb;
+    uv_timer_start(&req->op_timer, on_op_timer, ms, 0);
+}
+
+void hf_request_timer_stop(struct hf_request *req) {
+    if (req->op_timer_used) uv_timer_stop(&req->op_timer);
 }
 
 void hf_request_note_token(struct hf_request *req, const char *token, size_t len) {
     hf_token_fingerprint(token, len, req->token_fp);
 }
-
-void hf_request_detach(struct hf_request *req) { req->conn = NULL; }
 
 /* A bounded string builder for the request line: memcpy, not printf, since
  * this runs once per request. */
@@ -152,14 +279,13 @@ static void put_ids(struct line *l, const struct hf_request *req) {
 
 static void log_request(const struct hf_request *req, const hf_response_msg *resp,
                         uint64_t latency_us) {
-    enum hf_log_level level =
-        resp->code == HOLDFAST__V1__CODE__CODE_INTERNAL ? HF_LOG_ERROR : HF_LOG_INFO;
+    enum hf_log_level level = resp->code == HF_CODE(INTERNAL) ? HF_LOG_ERROR : HF_LOG_INFO;
     if (!hf_log_enabled(level)) return;
     struct line l = {.len = 0};
     put(&l, "req cid=");
     put(&l, req->correlation_id);
     put(&l, " op=");
-    put(&l, hf_op_name(req->op));
+    put(&l, req->op->name);
     put(&l, " ns=");
     put(&l, req->ns ? req->ns : "-");
     put(&l, " partition=");
@@ -200,15 +326,15 @@ void hf_request_reply(struct hf_request *req, hf_response_msg *resp) {
     hf_metrics_request(req->op, resp->code, resp->degraded, latency_us);
     if (resp->degraded) hf_metrics_inc(HF_C_DEGRADED_ANSWERS);
     log_request(req, resp, latency_us);
-    if (req->conn) {
+    struct hf_client *c = req->client;
+    if (c) {
+        client_remove(c, req);
         size_t len;
         uint8_t *frame = hf_frame_pack_response(resp, &len);
-        struct hf_conn *conn = req->conn;
-        hf_conn_request_done(conn, req);
-        if (frame) hf_conn_send(conn, frame, len);
-        else hf_conn_fatal(conn, HOLDFAST__V1__CODE__CODE_RESOURCE_EXHAUSTED, "out of memory");
+        if (frame) c->io->send(c->io_ctx, frame, len);
+        else c->io->fatal(c->io_ctx, HF_CODE(RESOURCE_EXHAUSTED), "out of memory");
     }
-    hf_request_unref(req);
+    unref(req);
 }
 
 void hf_request_fail(struct hf_request *req, hf_code code, const char *field,

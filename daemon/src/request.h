@@ -1,6 +1,14 @@
-/* request.h - one request's life: dispatch, deadline, the single answer,
- * the log line and the metrics. Backend callbacks may outlive the answer
- * (a late Redis reply); the request is freed when both are done. */
+/* request.h - the request layer: each client's requests in flight and their
+ * limit, and one request's life: decode, dispatch through the op table,
+ * deadline, the single answer, the log line and the metrics.
+ *
+ * The op-state rule: an op keeps what it needs in ONE context allocated
+ * through the request (hf_request_context). While the op waits for a
+ * backend or for its timer, the context holds exactly one reference on the
+ * request (hf_request_op_start ... hf_request_op_done); the answer holds
+ * another. The request, its context and its timers are freed when both are
+ * gone, so a backend reply that arrives after the deadline still finds its
+ * context. Timers an op needs belong to the request. */
 #ifndef HF_REQUEST_H
 #define HF_REQUEST_H
 
@@ -10,24 +18,31 @@
 
 #include "daemon.h"
 #include "frame.h"
+#include "op.h"
 #include "token.h"
 #include "validate.h"
 
-struct hf_conn;
+struct hf_client;
+
+/* How the request layer answers a client; main wires it to the connection. */
+struct hf_client_io {
+    /* Queue a packed frame (ownership passes). */
+    void (*send)(void *io_ctx, uint8_t *frame, size_t len);
+    /* Answer with an error not tied to a request, then close. */
+    void (*fatal)(void *io_ctx, hf_code code, const char *message);
+};
 
 struct hf_request {
     struct hf_daemon *d;
-    struct hf_conn *conn;               /* NULL once the client has gone */
-    struct hf_request *conn_prev, *conn_next;
+    struct hf_client *client;           /* NULL once the client has gone */
+    struct hf_request *client_prev, *client_next;
     hf_request_msg *msg;                /* decoded envelope, owned */
     struct hf_config *cfg;              /* the config it started under */
-    enum hf_op op;
+    const struct hf_op_def *op;
     uint64_t id;
     char correlation_id[HF_NAME_MAX + 1];
     uint64_t started_ns;
     uint64_t deadline_ms;               /* loop time */
-    uv_timer_t deadline;
-    int refs;                           /* the answer + each backend call */
     bool answered;
     /* For the log line (borrowed from msg). */
     const char *ns;
@@ -38,12 +53,33 @@ struct hf_request {
     uint32_t peer_uid, peer_gid;        /* the client's credentials */
     const char *db_outcome;             /* Confirm: commit / rollback / unknown */
     const char *after_result;           /* Confirm: what happened to the hold */
-    void *op_state;                     /* freed by op_state_free, if set */
-    void (*op_state_free)(void *);
+    /* Private to request.c. */
+    int refs;                           /* the answer + a busy op context */
+    bool op_busy;
+    bool op_timer_used;
+    int open_handles;
+    void *ctx;
+    void (*ctx_free)(void *ctx);
+    void (*op_timer_cb)(struct hf_request *req);
+    uv_timer_t deadline;
+    uv_timer_t op_timer;
 };
 
-/* Take a decoded envelope (ownership passes) from a connection. */
-void hf_request_dispatch(struct hf_daemon *d, struct hf_conn *conn, hf_request_msg *msg);
+/* ---- clients (one per connection) ---- */
+
+/* NULL on OOM. The client's requests answer through io. */
+struct hf_client *hf_client_create(struct hf_daemon *d, const struct hf_client_io *io,
+                                   void *io_ctx, uint32_t uid, uint32_t gid);
+/* One whole frame's payload from the client (borrowed): decoded, checked
+ * against limits.max_inflight_per_conn, and dispatched. */
+void hf_client_frame(struct hf_client *c, const uint8_t *payload, size_t len);
+/* The connection went away: requests in flight keep running and their
+ * answers are dropped. Frees the client. */
+void hf_client_gone(struct hf_client *c);
+/* Requests of this client not answered yet. */
+unsigned hf_client_in_flight(const struct hf_client *c);
+
+/* ---- one request, for the ops ---- */
 
 /* Milliseconds left before the request's deadline (at least 1). */
 uint32_t hf_request_remaining_ms(const struct hf_request *req);
@@ -57,14 +93,21 @@ void hf_request_fail(struct hf_request *req, hf_code code, const char *field,
                      const char *resource_id, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
 
-/* A backend call holds the request alive until its callback has run. */
-void hf_request_ref(struct hf_request *req);
-void hf_request_unref(struct hf_request *req);
+/* The op's context: `size` zeroed bytes, freed (after free_fn, if any) with
+ * the request. One per request; NULL on OOM (the request is then answered). */
+void *hf_request_context(struct hf_request *req, size_t size, void (*free_fn)(void *ctx));
+/* The op starts waiting (a backend call or its timer): its context holds the
+ * request. Exactly once per context until hf_request_op_done. */
+void hf_request_op_start(struct hf_request *req);
+/* The op's last callback has run: nothing of it is pending any more. */
+void hf_request_op_done(struct hf_request *req);
+/* The request's op timer: cb runs once after ms unless stopped; only while
+ * the op is started. Starting it again re-arms it. */
+void hf_request_timer_start(struct hf_request *req, uint64_t ms,
+                            void (*cb)(struct hf_request *req));
+void hf_request_timer_stop(struct hf_request *req);
 
 /* Record a token's fingerprint for the log line (never the token). */
 void hf_request_note_token(struct hf_request *req, const char *token, size_t len);
-
-/* The connection went away: the request keeps running, its answer is dropped. */
-void hf_request_detach(struct hf_request *req);
 
 #endif

@@ -16,17 +16,24 @@
 #include "log.h"
 #include "metrics.h"
 
+/* The server's own record of a connection it accepted. */
+struct entry {
+    struct hf_server *srv;
+    struct hf_conn *conn;
+    struct entry *prev, *next;
+};
+
 struct hf_server {
     uv_pipe_t listener;
     struct hf_daemon *d;
-    struct hf_conn *conns;
+    hf_server_accept_fn *on_accept;
+    void *ud;
+    struct entry *conns;
     bool listening;
     bool listener_closed;
     bool closing;
     char *bound_path; /* unlinked on close: we created it */
 };
-
-struct hf_conn **hf_server_conns(struct hf_server *srv) { return &srv->conns; }
 
 /* Freed only when the listener and every connection have closed: close
  * callbacks of connections still reach the server's list. */
@@ -36,7 +43,35 @@ static void maybe_free(struct hf_server *srv) {
     free(srv);
 }
 
-void hf_server_conn_gone(struct hf_server *srv) { maybe_free(srv); }
+static void on_conn_closed(void *owner, struct hf_conn *conn) {
+    (void)conn;
+    struct entry *e = owner;
+    struct hf_server *srv = e->srv;
+    if (e->prev) e->prev->next = e->next;
+    else srv->conns = e->next;
+    if (e->next) e->next->prev = e->prev;
+    free(e);
+    srv->d->connections--;
+    hf_metrics_gauge_set(HF_G_CONNECTIONS, srv->d->connections);
+    maybe_free(srv);
+}
+
+static struct hf_conn *add_conn(struct hf_server *srv) {
+    struct entry *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    e->conn = hf_conn_create(srv->d, on_conn_closed, e);
+    if (!e->conn) {
+        free(e);
+        return NULL;
+    }
+    e->srv = srv;
+    e->next = srv->conns;
+    if (srv->conns) srv->conns->prev = e;
+    srv->conns = e;
+    srv->d->connections++;
+    hf_metrics_gauge_set(HF_G_CONNECTIONS, srv->d->connections);
+    return e->conn;
+}
 
 static bool id_allowed(const uint32_t *list, size_t n, uint32_t id) {
     for (size_t i = 0; i < n; i++)
@@ -60,7 +95,7 @@ static void on_connection(uv_stream_t *listener, int status) {
         log_warn("accept: %s", uv_strerror(status));
         return;
     }
-    struct hf_conn *conn = hf_conn_create(d, srv);
+    struct hf_conn *conn = add_conn(srv);
     if (!conn) {
         log_error("accept: out of memory");
         return;
@@ -78,18 +113,19 @@ static void on_connection(uv_stream_t *listener, int status) {
         hf_metrics_inc(HF_C_CONNECTIONS_REJECTED);
         log_warn("accept: peer pid=%d uid=%u gid=%u not in socket.allow_uids/allow_gids",
                  (int)cred.pid, cred.uid, cred.gid);
-        hf_conn_fatal(conn, HOLDFAST__V1__CODE__CODE_PERMISSION_DENIED,
+        hf_conn_fatal(conn, HF_CODE(PERMISSION_DENIED),
                       "peer credentials not allowed");
         return;
     }
     if (d->connections > d->cfg->max_connections) {
         hf_metrics_inc(HF_C_CONNECTIONS_REJECTED);
         log_warn("accept: limits.max_connections (%u) reached", d->cfg->max_connections);
-        hf_conn_fatal(conn, HOLDFAST__V1__CODE__CODE_RESOURCE_EXHAUSTED,
+        hf_conn_fatal(conn, HF_CODE(RESOURCE_EXHAUSTED),
                       "too many connections");
         return;
     }
     hf_metrics_inc(HF_C_CONNECTIONS_ACCEPTED);
+    srv->on_accept(srv->ud, conn);
     hf_conn_start(conn);
 }
 
@@ -139,10 +175,13 @@ static int bind_path(struct hf_server *srv, const struct hf_config *cfg) {
     return 0;
 }
 
-struct hf_server *hf_server_create(struct hf_daemon *d) {
+struct hf_server *hf_server_create(struct hf_daemon *d, hf_server_accept_fn *on_accept,
+                                   void *ud) {
     struct hf_server *srv = calloc(1, sizeof *srv);
     if (!srv) return NULL;
     srv->d = d;
+    srv->on_accept = on_accept;
+    srv->ud = ud;
     uv_pipe_init(d->loop, &srv->listener, 0);
     srv->listener.data = srv;
     int rc;
@@ -180,13 +219,13 @@ void hf_server_stop_accepting(struct hf_server *srv) {
 
 void hf_server_stop_reading(struct hf_server *srv) {
     if (!srv) return;
-    for (struct hf_conn *c = srv->conns; c; c = hf_conn_next(c)) hf_conn_stop_reading(c);
+    for (struct entry *e = srv->conns; e; e = e->next) hf_conn_stop_reading(e->conn);
 }
 
 void hf_server_close(struct hf_server *srv) {
     if (!srv || srv->closing) return;
     srv->closing = true;
-    for (struct hf_conn *c = srv->conns; c; c = hf_conn_next(c)) hf_conn_close(c);
+    for (struct entry *e = srv->conns; e; e = e->next) hf_conn_close(e->conn);
     hf_server_stop_accepting(srv);
     maybe_free(srv);
 }

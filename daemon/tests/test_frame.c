@@ -67,7 +67,6 @@ static void request_round_trip(void **state) {
     assert_string_equal(back->hold->partition, "run-1");
     assert_int_equal(back->hold->n_ids, 2);
     assert_string_equal(back->hold->ids[1], "E8");
-    assert_int_equal(hf_op_of(back->method_case), HF_OP_HOLD);
     hf_request_msg_free(back);
     free(frame);
 }
@@ -86,8 +85,6 @@ static void names(void **state) {
     assert_string_equal(hf_code_name(HOLDFAST__V1__CODE__CODE_OK), "OK");
     assert_string_equal(hf_code_name(HOLDFAST__V1__CODE__CODE_HELD_BY_ANOTHER), "HELD_BY_ANOTHER");
     assert_string_equal(hf_code_name((hf_code)999), "UNKNOWN");
-    assert_string_equal(hf_op_name(HF_OP_RELEASE), "release");
-    assert_int_equal(hf_op_of(HOLDFAST__V1__REQUEST__METHOD__NOT_SET), HF_OP_UNKNOWN);
 }
 
 int main(void) {

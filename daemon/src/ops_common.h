@@ -1,8 +1,8 @@
-/* ops.h - the operations, and what they share: validating the target
+/* ops_common.h - what the operations share: validating the target
  * (namespace, partition, ids), TTLs and tokens, and turning Redis outcomes
  * into answers. Each validator answers the request itself when it fails. */
-#ifndef HF_OPS_H
-#define HF_OPS_H
+#ifndef HF_OPS_COMMON_H
+#define HF_OPS_COMMON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -10,30 +10,27 @@
 
 #include "keys.h"
 #include "redis_pool.h"
+#include "ops_table.h"
 #include "request.h"
 
+/* What a request acts on; lives inside the op's context. */
 struct hf_target {
     const struct hf_namespace *ns;
     struct hf_keyset *keys; /* keys[0] fence counter, keys[1..] hold keys */
-    char **ids;
+    char **ids;             /* borrowed from the request's message */
     size_t n_ids;
 };
 
-void hf_ops_dispatch(struct hf_request *req);
-
-void hf_op_hold(struct hf_request *req);
-void hf_op_extend(struct hf_request *req);
-void hf_op_release(struct hf_request *req);
-void hf_op_status(struct hf_request *req);
-void hf_op_confirm(struct hf_request *req);
-void hf_op_cancel(struct hf_request *req);
-void hf_op_health(struct hf_request *req);
-void hf_op_metrics(struct hf_request *req);
-
-/* Validate namespace, partition and ids and build the keys into a target
- * owned by the request. false: the request has been answered. */
-bool hf_target_parse(struct hf_request *req, const char *ns, const char *partition,
-                     char **ids, size_t n_ids, struct hf_target **out);
+/* Validate namespace, partition and ids and build the keys into *t (clear
+ * it with hf_target_clear from the context's free function). false: the
+ * request has been answered. */
+bool hf_target_parse(struct hf_request *req, struct hf_target *t, const char *ns,
+                     const char *partition, char **ids, size_t n_ids);
+void hf_target_clear(struct hf_target *t);
+/* A context that is only a target. */
+struct hf_target *hf_target_context(struct hf_request *req);
+/* The index of the first id that repeats an earlier one, or n_ids. */
+size_t hf_first_duplicate(char *const *ids, size_t n_ids);
 /* 0 -> the namespace default; outside [min,max] -> INVALID_ARGUMENT. */
 bool hf_ttl_resolve(struct hf_request *req, const struct hf_namespace *ns, uint32_t asked,
                     uint32_t *ttl);
