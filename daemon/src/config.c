@@ -2,8 +2,8 @@
  * returned table into struct hf_config, one field table per section (name,
  * type, default, bounds, whether a reload applies it, description), as
  * Redis' standardConfig and PgBouncer's CF_ABS tables do. Every error names
- * file:line and the dotted key. The same tables drive the reload
- * warnings. */
+ * file:line and the dotted key. The same tables drive the reload warnings
+ * and the settings table in docs/operations.md. */
 #include "config.h"
 
 #include <errno.h>
@@ -824,4 +824,87 @@ void hf_config_warn_restart_only(const struct hf_config *old_cfg,
     /* Names only: values may be passwords or DSNs with passwords. */
     for (size_t i = 0; i < n; i++)
         log_warn("config reload: %s changed; it takes effect on restart", names[i]);
+}
+
+/* ---- the settings table for docs/operations.md ---- */
+
+static const char *type_name(enum field_type t) {
+    switch (t) {
+    case F_UINT: return "integer";
+    case F_BOOL: return "boolean";
+    case F_STRING: return "string";
+    case F_MODE: return "octal string";
+    case F_ENUM: return "string";
+    case F_ID_LIST: return "list of integers";
+    case F_FUNCTION: return "function";
+    case F_STRING_LIST: return "list of strings";
+    }
+    return "?";
+}
+
+/* A cell's text; '|' would end the cell. */
+static void put_cell(FILE *out, const char *text) {
+    for (const char *p = text; *p; p++) {
+        if (*p == '|') fputc('\\', out);
+        fputc(*p, out);
+    }
+}
+
+static void put_row(FILE *out, const struct field *f) {
+    fputs("| `", out);
+    put_cell(out, f->name);
+    fprintf(out, "` | %s | ", type_name(f->type));
+    switch (f->type) {
+    case F_UINT: fprintf(out, "`%u`", f->def); break;
+    case F_MODE: fprintf(out, "`\"%04o\"`", f->def); break;
+    case F_BOOL: fputs(f->def ? "`true`" : "`false`", out); break;
+    case F_ENUM: fprintf(out, "`\"%s\"`", f->names[f->def]); break;
+    case F_STRING:
+        if (f->def_str) {
+            fputs("`\"", out);
+            put_cell(out, f->def_str);
+            fputs("\"`", out);
+        } else {
+            fputs("unset", out);
+        }
+        break;
+    case F_ID_LIST:
+    case F_STRING_LIST: fputs("`{}`", out); break;
+    case F_FUNCTION: fputs("unset", out); break;
+    }
+    fputs(" | ", out);
+    switch (f->type) {
+    case F_UINT: fprintf(out, "%u to %u", f->min, f->max); break;
+    case F_MODE: fputs("`\"0000\"` to `\"7777\"`", out); break;
+    case F_ENUM:
+        for (int i = 0; f->names[i]; i++) fprintf(out, "%s`\"%s\"`", i ? ", " : "", f->names[i]);
+        break;
+    case F_ID_LIST: fprintf(out, "ids 0 to %u", UINT32_MAX - 1); break;
+    case F_STRING:
+    case F_STRING_LIST: fputs("not empty", out); break;
+    case F_BOOL: fputs("`true`, `false`", out); break;
+    case F_FUNCTION: fputs("`function(hold) ... end`", out); break;
+    }
+    fprintf(out, " | %s | ", f->restart ? "restart" : "yes");
+    put_cell(out, f->help);
+    fputs(" |\n", out);
+}
+
+char *hf_config_settings_markdown(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out) return NULL;
+    fputs("| setting | type | default | bounds or choices | reload | description |\n"
+          "| --- | --- | --- | --- | --- | --- |\n",
+          out);
+    for (size_t s = 0; s < N_FIELDS(sections); s++)
+        for (size_t i = 0; i < sections[s].n; i++) put_row(out, &sections[s].fields[i]);
+    for (size_t i = 0; i < N_FIELDS(namespace_fields); i++) put_row(out, &namespace_fields[i]);
+    bool failed = ferror(out) != 0;
+    if (fclose(out) != 0 || failed) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }

@@ -105,4 +105,9 @@ size_t hf_config_changes(const struct hf_config *old_cfg, const struct hf_config
 void hf_config_warn_restart_only(const struct hf_config *old_cfg,
                                  const struct hf_config *new_cfg);
 
+/* A Markdown table of every setting (name, type, default, bounds, whether a
+ * reload applies it, description), as in docs/operations.md. malloc'd, the
+ * caller frees; NULL when out of memory. */
+char *hf_config_settings_markdown(void);
+
 #endif
