@@ -88,7 +88,7 @@ static const struct field redis_fields[] = {
      release_names, RESTART, "How Release runs; `auto`: `DELEX` where Redis has it, else the "
                              "script."},
     {"redis.cluster", F_BOOL, CFG(redis_cluster), 0, NULL, 0, 0, NULL, RESTART,
-     "`address` and `seeds` are Redis Cluster nodes (see Redis Cluster above)."},
+     "`address` and `seeds` are Redis Cluster nodes (see [Redis Cluster](#redis-cluster))."},
     {"redis.seeds", F_STRING_LIST, CFG(redis_seeds), 0, NULL, 0, 0, NULL, RESTART,
      "More cluster nodes to ask for the slot map, same forms as `address`; only with "
      "`cluster`."},
@@ -161,8 +161,8 @@ static const struct field namespace_fields[] = {
     {"namespaces.<name>.replicas_ack_timeout_ms", F_UINT, NSF(replicas_ack_timeout_ms), 100,
      NULL, 1, 60000, NULL, RELOAD, "How long to wait for those acknowledgements."},
     {"namespaces.<name>.admit", F_FUNCTION, NSF(admit_hook), 0, NULL, 0, 0, NULL, RELOAD,
-     "Policy hook called for every Hold, may refuse it or set its TTL (architecture.md, Policy "
-     "hooks)."},
+     "Policy hook called for every Hold; it may refuse the hold or set its TTL (see "
+     "[Policy hooks](architecture.md#policy-hooks))."},
 };
 
 #define N_FIELDS(a) (sizeof(a) / sizeof((a)[0]))
