@@ -787,6 +787,8 @@ static bool field_differs(const struct field *f, const void *old_base, const voi
     return true;
 }
 
+/* Namespaces are not walked: all their fields reload (test_config checks
+ * that the settings table says so). */
 static size_t changes(const struct hf_config *old_cfg, const struct hf_config *new_cfg,
                       bool restart_only, const char **names, size_t max_names) {
     size_t count = 0;
