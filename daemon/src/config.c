@@ -1,7 +1,9 @@
 /* config.c - runs the configuration file in a Lua 5.4 sandbox and turns the
  * returned table into struct hf_config, one field table per section (name,
- * type, default, bounds), as Redis' standardConfig and PgBouncer's CF_ABS
- * tables do. Every error names file:line and the dotted key. */
+ * type, default, bounds, whether a reload applies it, description), as
+ * Redis' standardConfig and PgBouncer's CF_ABS tables do. Every error names
+ * file:line and the dotted key. The same tables drive the reload warnings
+ * and the settings table in docs/operations.md. */
 #include "config.h"
 
 #include <errno.h>
@@ -25,15 +27,19 @@ enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST, F_FUNCTIO
                   F_STRING_LIST };
 
 struct field {
-    const char *key;
+    const char *name;         /* dotted, as in messages and docs; its last part is the key */
     enum field_type type;
     size_t offset;
     uint32_t def;             /* F_UINT, F_BOOL, F_MODE, F_ENUM (index) */
     const char *def_str;      /* F_STRING (NULL: optional, stays NULL) */
     uint32_t min, max;        /* F_UINT */
     const char *const *names; /* F_ENUM, NULL-terminated */
+    bool restart;             /* read only at start-up: a reload warns instead */
+    const char *help;         /* one line for the settings table */
 };
 
+#define RESTART true
+#define RELOAD false
 
 #define CFG(f) offsetof(struct hf_config, f)
 #define NSF(f) offsetof(struct hf_namespace, f)
@@ -43,65 +49,120 @@ static const char *const release_names[] = {"auto", "script", "delex", NULL};
 static const char *const policy_names[] = {"fail_closed", "best_effort", NULL};
 static const char *const level_names[] = {"debug", "info", "warn", "error", NULL};
 
+/* allow_uids/gids reload: server.c reads them from the current config on
+ * every accept. */
 static const struct field socket_fields[] = {
-    {"path", F_STRING, CFG(socket_path), 0, "/run/holdfast/holdfast.sock", 0, 0, NULL},
-    {"mode", F_MODE, CFG(socket_mode), 0660, NULL, 0, 0, NULL},
-    {"group", F_STRING, CFG(socket_group), 0, NULL, 0, 0, NULL},
-    {"allow_uids", F_ID_LIST, CFG(allow_uids), 0, NULL, 0, 0, NULL},
-    {"allow_gids", F_ID_LIST, CFG(allow_gids), 0, NULL, 0, 0, NULL},
+    {"socket.path", F_STRING, CFG(socket_path), 0, "/run/holdfast/holdfast.sock", 0, 0, NULL,
+     RESTART, "Path of the listening Unix socket, at most 107 bytes. Ignored under socket "
+              "activation; keep it equal to `ListenStream=`, `holdfastctl` uses it."},
+    {"socket.mode", F_MODE, CFG(socket_mode), 0660, NULL, 0, 0, NULL, RESTART,
+     "Permissions of the socket file. Ignored under socket activation."},
+    {"socket.group", F_STRING, CFG(socket_group), 0, NULL, 0, 0, NULL, RESTART,
+     "Group of the socket file; unset leaves it alone. Ignored under socket activation."},
+    {"socket.allow_uids", F_ID_LIST, CFG(allow_uids), 0, NULL, 0, 0, NULL, RELOAD,
+     "Peer uids admitted (`SO_PEERCRED`, checked on every connection). With both lists "
+     "empty any peer that can open the socket is admitted."},
+    {"socket.allow_gids", F_ID_LIST, CFG(allow_gids), 0, NULL, 0, 0, NULL, RELOAD,
+     "Peer primary gids admitted; a peer whose uid or gid is listed gets in."},
 };
 
+/* command_timeout_ms reloads: each request reads it from its config. */
 static const struct field redis_fields[] = {
-    {"address", F_STRING, CFG(redis_address), 0, "127.0.0.1:6379", 0, 0, NULL},
-    {"username", F_STRING, CFG(redis_username), 0, NULL, 0, 0, NULL},
-    {"password", F_STRING, CFG(redis_password), 0, NULL, 0, 0, NULL},
-    {"db", F_UINT, CFG(redis_db), 0, NULL, 0, 15, NULL},
-    {"pool_size", F_UINT, CFG(redis_pool_size), 2, NULL, 1, 64, NULL},
-    {"connect_timeout_ms", F_UINT, CFG(redis_connect_timeout_ms), 1000, NULL, 10, 60000, NULL},
-    {"command_timeout_ms", F_UINT, CFG(redis_command_timeout_ms), 1000, NULL, 5, 60000, NULL},
-    {"script_path", F_ENUM, CFG(script_path), HF_SCRIPT_AUTO, NULL, 0, 0, script_names},
-    {"release_path", F_ENUM, CFG(release_path), HF_RELEASE_AUTO, NULL, 0, 0, release_names},
-    {"cluster", F_BOOL, CFG(redis_cluster), 0, NULL, 0, 0, NULL},
-    {"seeds", F_STRING_LIST, CFG(redis_seeds), 0, NULL, 0, 0, NULL},
+    {"redis.address", F_STRING, CFG(redis_address), 0, "127.0.0.1:6379", 0, 0, NULL, RESTART,
+     "`\"host:port\"` or `\"unix:/path\"`; with `cluster`, a node to ask for the slot map."},
+    {"redis.username", F_STRING, CFG(redis_username), 0, NULL, 0, 0, NULL, RESTART,
+     "ACL user for `AUTH` (used together with `password`)."},
+    {"redis.password", F_STRING, CFG(redis_password), 0, NULL, 0, 0, NULL, RESTART,
+     "Password for `AUTH`; unset: no `AUTH`. Never logged."},
+    {"redis.db", F_UINT, CFG(redis_db), 0, NULL, 0, 15, NULL, RESTART,
+     "Database number; must be 0 with `cluster`."},
+    {"redis.pool_size", F_UINT, CFG(redis_pool_size), 2, NULL, 1, 64, NULL, RESTART,
+     "Connections kept open (to every primary, with `cluster`)."},
+    {"redis.connect_timeout_ms", F_UINT, CFG(redis_connect_timeout_ms), 1000, NULL, 10, 60000,
+     NULL, RESTART, "Limit on connecting and on setting a connection up."},
+    {"redis.command_timeout_ms", F_UINT, CFG(redis_command_timeout_ms), 1000, NULL, 5, 60000,
+     NULL, RELOAD, "Limit on each Redis command of a request."},
+    {"redis.script_path", F_ENUM, CFG(script_path), HF_SCRIPT_AUTO, NULL, 0, 0, script_names,
+     RESTART, "How the scripts are called; `auto`: `FCALL`, else `EVALSHA`/`EVAL`."},
+    {"redis.release_path", F_ENUM, CFG(release_path), HF_RELEASE_AUTO, NULL, 0, 0,
+     release_names, RESTART, "How Release runs; `auto`: `DELEX` where Redis has it, else the "
+                             "script."},
+    {"redis.cluster", F_BOOL, CFG(redis_cluster), 0, NULL, 0, 0, NULL, RESTART,
+     "`address` and `seeds` are Redis Cluster nodes (see [Redis Cluster](#redis-cluster))."},
+    {"redis.seeds", F_STRING_LIST, CFG(redis_seeds), 0, NULL, 0, 0, NULL, RESTART,
+     "More cluster nodes to ask for the slot map, same forms as `address`; only with "
+     "`cluster`."},
 };
 
 static const struct field postgres_fields[] = {
-    {"dsn", F_STRING, CFG(pg_dsn), 0, NULL, 0, 0, NULL},
-    {"pool_size", F_UINT, CFG(pg_pool_size), 2, NULL, 1, 64, NULL},
-    {"connect_timeout_ms", F_UINT, CFG(pg_connect_timeout_ms), 2000, NULL, 10, 60000, NULL},
-    {"statement_timeout_ms", F_UINT, CFG(pg_statement_timeout_ms), 2000, NULL, 10, 600000, NULL},
-    {"idempotency_retention_s", F_UINT, CFG(pg_idempotency_retention_s), 7 * 86400, NULL,
-     60, 366 * 86400, NULL},
+    {"postgres.dsn", F_STRING, CFG(pg_dsn), 0, NULL, 0, 0, NULL, RESTART,
+     "libpq connection string; unset: no PostgreSQL, Confirm and Cancel are refused."},
+    {"postgres.pool_size", F_UINT, CFG(pg_pool_size), 2, NULL, 1, 64, NULL, RESTART,
+     "Connections kept open."},
+    {"postgres.connect_timeout_ms", F_UINT, CFG(pg_connect_timeout_ms), 2000, NULL, 10, 60000,
+     NULL, RESTART, "Limit on connecting and on setting a session up."},
+    {"postgres.statement_timeout_ms", F_UINT, CFG(pg_statement_timeout_ms), 2000, NULL, 10,
+     600000, NULL, RESTART, "`statement_timeout` of the daemon's sessions."},
+    {"postgres.idempotency_retention_s", F_UINT, CFG(pg_idempotency_retention_s), 7 * 86400,
+     NULL, 60, 366 * 86400, NULL, RESTART,
+     "How long Confirm/Cancel idempotency records are kept before pruning."},
 };
 
+/* Every limit is read from the request's (or connection's) config. */
 static const struct field limits_fields[] = {
-    {"max_frame_bytes", F_UINT, CFG(max_frame_bytes), 65536, NULL, 1024, 16u << 20, NULL},
-    {"max_inflight_per_conn", F_UINT, CFG(max_inflight_per_conn), 1024, NULL, 1, 1000000, NULL},
-    {"max_connections", F_UINT, CFG(max_connections), 1024, NULL, 1, 1000000, NULL},
-    {"max_ids", F_UINT, CFG(max_ids), 64, NULL, 1, 10000, NULL},
-    {"default_timeout_ms", F_UINT, CFG(default_timeout_ms), 2000, NULL, 1, 3600000, NULL},
-    {"max_timeout_ms", F_UINT, CFG(max_timeout_ms), 30000, NULL, 1, 3600000, NULL},
-    {"drain_timeout_ms", F_UINT, CFG(drain_timeout_ms), 5000, NULL, 0, 3600000, NULL},
+    {"limits.max_frame_bytes", F_UINT, CFG(max_frame_bytes), 65536, NULL, 1024, 16u << 20,
+     NULL, RELOAD, "Largest request frame; a larger one closes the connection."},
+    {"limits.max_inflight_per_conn", F_UINT, CFG(max_inflight_per_conn), 1024, NULL, 1,
+     1000000, NULL, RELOAD,
+     "Requests one connection may have in flight; more answer `RESOURCE_EXHAUSTED`."},
+    {"limits.max_connections", F_UINT, CFG(max_connections), 1024, NULL, 1, 1000000, NULL,
+     RELOAD, "Client connections at once; more are closed on accept."},
+    {"limits.max_ids", F_UINT, CFG(max_ids), 64, NULL, 1, 10000, NULL, RELOAD,
+     "Ids in one request."},
+    {"limits.default_timeout_ms", F_UINT, CFG(default_timeout_ms), 2000, NULL, 1, 3600000,
+     NULL, RELOAD, "Deadline of a request that sets none; at most `max_timeout_ms`."},
+    {"limits.max_timeout_ms", F_UINT, CFG(max_timeout_ms), 30000, NULL, 1, 3600000, NULL,
+     RELOAD, "Longer deadlines asked for by requests are cut to this."},
+    {"limits.drain_timeout_ms", F_UINT, CFG(drain_timeout_ms), 5000, NULL, 0, 3600000, NULL,
+     RELOAD, "How long `SIGTERM` waits for requests in flight."},
 };
 
+/* fingerprint_key reloads through hf_token_set_fingerprint_key (main.c). */
 static const struct field log_fields[] = {
-    {"level", F_ENUM, CFG(log_level), HF_LOG_INFO, NULL, 0, 0, level_names},
-    {"fingerprint_key", F_STRING, CFG(log_fingerprint_key), 0, NULL, 0, 0, NULL},
+    {"log.level", F_ENUM, CFG(log_level), HF_LOG_INFO, NULL, 0, 0, level_names, RELOAD,
+     "Least severe level logged."},
+    {"log.fingerprint_key", F_STRING, CFG(log_fingerprint_key), 0, NULL, 0, 0, NULL, RELOAD,
+     "Key of the token fingerprints in the log; unset: random per process, so fingerprints "
+     "match only within one run."},
 };
 
+/* A request looks its namespace up in its own config: all of it reloads. */
 #define DAY_MS 86400000u
 static const struct field namespace_fields[] = {
-    {"default_ttl_ms", F_UINT, NSF(default_ttl_ms), 30000, NULL, 10, DAY_MS, NULL},
-    {"min_ttl_ms", F_UINT, NSF(min_ttl_ms), 10, NULL, 10, DAY_MS, NULL},
-    {"max_ttl_ms", F_UINT, NSF(max_ttl_ms), 600000, NULL, 10, DAY_MS, NULL},
-    {"confirmable", F_BOOL, NSF(confirmable), 0, NULL, 0, 0, NULL},
-    {"confirm_window_ms", F_UINT, NSF(confirm_window_ms), 30000, NULL, 100, DAY_MS, NULL},
-    {"confirmed_marker_ttl_ms", F_UINT, NSF(confirmed_marker_ttl_ms), DAY_MS, NULL, 0,
-     30 * DAY_MS, NULL},
-    {"on_redis_down", F_ENUM, NSF(on_redis_down), HF_FAIL_CLOSED, NULL, 0, 0, policy_names},
-    {"min_replicas_ack", F_UINT, NSF(min_replicas_ack), 0, NULL, 0, 16, NULL},
-    {"replicas_ack_timeout_ms", F_UINT, NSF(replicas_ack_timeout_ms), 100, NULL, 1, 60000, NULL},
-    {"admit", F_FUNCTION, NSF(admit_hook), 0, NULL, 0, 0, NULL},
+    {"namespaces.<name>.default_ttl_ms", F_UINT, NSF(default_ttl_ms), 30000, NULL, 10, DAY_MS,
+     NULL, RELOAD, "TTL of a hold that asks for none; within `min_ttl_ms`..`max_ttl_ms`."},
+    {"namespaces.<name>.min_ttl_ms", F_UINT, NSF(min_ttl_ms), 10, NULL, 10, DAY_MS, NULL,
+     RELOAD, "Shortest TTL a hold may ask for; shorter ones are refused."},
+    {"namespaces.<name>.max_ttl_ms", F_UINT, NSF(max_ttl_ms), 600000, NULL, 10, DAY_MS, NULL,
+     RELOAD, "Longest TTL a hold may ask for; longer ones are refused."},
+    {"namespaces.<name>.confirmable", F_BOOL, NSF(confirmable), 0, NULL, 0, 0, NULL, RELOAD,
+     "Holds may be confirmed into claims in PostgreSQL (needs `postgres.dsn`)."},
+    {"namespaces.<name>.confirm_window_ms", F_UINT, NSF(confirm_window_ms), 30000, NULL, 100,
+     DAY_MS, NULL, RELOAD, "TTL a hold gets while PostgreSQL commits its Confirm."},
+    {"namespaces.<name>.confirmed_marker_ttl_ms", F_UINT, NSF(confirmed_marker_ttl_ms), DAY_MS,
+     NULL, 0, 30 * DAY_MS, NULL, RELOAD,
+     "How long confirmed ids stay marked in Redis; 0: release them instead."},
+    {"namespaces.<name>.on_redis_down", F_ENUM, NSF(on_redis_down), HF_FAIL_CLOSED, NULL, 0, 0,
+     policy_names, RELOAD,
+     "Without Redis, `fail_closed` answers `UNAVAILABLE`, `best_effort` answers degraded "
+     "(nothing held)."},
+    {"namespaces.<name>.min_replicas_ack", F_UINT, NSF(min_replicas_ack), 0, NULL, 0, 16, NULL,
+     RELOAD, "Replicas that must acknowledge a grant (`WAIT`) before it counts."},
+    {"namespaces.<name>.replicas_ack_timeout_ms", F_UINT, NSF(replicas_ack_timeout_ms), 100,
+     NULL, 1, 60000, NULL, RELOAD, "How long to wait for those acknowledgements."},
+    {"namespaces.<name>.admit", F_FUNCTION, NSF(admit_hook), 0, NULL, 0, 0, NULL, RELOAD,
+     "Policy hook called for every Hold; it may refuse the hold or set its TTL (see "
+     "[Policy hooks](architecture.md#policy-hooks))."},
 };
 
 #define N_FIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -342,6 +403,8 @@ static void apply_defaults(const struct field *fields, size_t n, void *base) {
     }
 }
 
+static const char *field_key(const struct field *f) { return strrchr(f->name, '.') + 1; }
+
 /* Read the table on top of the stack against `fields`; unknown keys are
  * errors so that a typo never silently falls back to a default. */
 static bool read_table(struct hf_lua *ctx, lua_State *L, const char *prefix,
@@ -358,7 +421,7 @@ static bool read_table(struct hf_lua *ctx, lua_State *L, const char *prefix,
         snprintf(key, sizeof key, "%s.%s", prefix, k);
         const struct field *f = NULL;
         for (size_t i = 0; i < n; i++)
-            if (strcmp(fields[i].key, k) == 0) f = &fields[i];
+            if (strcmp(field_key(&fields[i]), k) == 0) f = &fields[i];
         if (!f) {
             lua_pop(L, 2);
             return fail(ctx, key, "unknown key");
@@ -682,32 +745,168 @@ const struct hf_namespace *hf_config_namespace(const struct hf_config *cfg, cons
     return NULL;
 }
 
+/* ---- comparing configs, for reload ---- */
+
+/* The count of an id or string list follows its pointer in the struct. */
+static size_t list_len(const char *slot) {
+    return *(const size_t *)(const void *)(slot + sizeof(void *));
+}
+
 static bool str_differs(const char *a, const char *b) {
     if (!a || !b) return a != b;
     return strcmp(a, b) != 0;
 }
 
-static bool string_lists_differ(char *const *a, size_t na, char *const *b, size_t nb) {
-    if (na != nb) return true;
-    for (size_t i = 0; i < na; i++)
-        if (strcmp(a[i], b[i]) != 0) return true;
-    return false;
+static bool field_differs(const struct field *f, const void *old_base, const void *new_base) {
+    const char *o = (const char *)old_base + f->offset;
+    const char *n = (const char *)new_base + f->offset;
+    switch (f->type) {
+    case F_UINT:
+    case F_MODE: return *(const uint32_t *)(const void *)o != *(const uint32_t *)(const void *)n;
+    case F_BOOL: return *(const bool *)o != *(const bool *)n;
+    case F_ENUM: return *(const int *)(const void *)o != *(const int *)(const void *)n;
+    case F_STRING:
+        return str_differs(*(char *const *)(const void *)o, *(char *const *)(const void *)n);
+    case F_ID_LIST: {
+        size_t len = list_len(o);
+        if (len != list_len(n)) return true;
+        return len && memcmp(*(uint32_t *const *)(const void *)o,
+                             *(uint32_t *const *)(const void *)n, len * sizeof(uint32_t)) != 0;
+    }
+    case F_STRING_LIST: {
+        size_t len = list_len(o);
+        if (len != list_len(n)) return true;
+        char *const *a = *(char **const *)(const void *)o;
+        char *const *b = *(char **const *)(const void *)n;
+        for (size_t i = 0; i < len; i++)
+            if (strcmp(a[i], b[i]) != 0) return true;
+        return false;
+    }
+    case F_FUNCTION: return true; /* refs into two Lua states never compare */
+    }
+    return true;
 }
 
-void hf_config_warn_restart_only(const struct hf_config *o, const struct hf_config *n) {
-    if (str_differs(o->socket_path, n->socket_path) || o->socket_mode != n->socket_mode ||
-        str_differs(o->socket_group, n->socket_group))
-        log_warn("config reload: socket settings changed; they take effect on restart");
-    if (str_differs(o->redis_address, n->redis_address) ||
-        str_differs(o->redis_username, n->redis_username) ||
-        str_differs(o->redis_password, n->redis_password) || o->redis_db != n->redis_db ||
-        o->redis_pool_size != n->redis_pool_size || o->script_path != n->script_path ||
-        o->release_path != n->release_path || o->redis_cluster != n->redis_cluster ||
-        string_lists_differ(o->redis_seeds, o->n_redis_seeds, n->redis_seeds, n->n_redis_seeds))
-        log_warn("config reload: redis settings changed; they take effect on restart");
-    if (str_differs(o->pg_dsn, n->pg_dsn) || o->pg_pool_size != n->pg_pool_size ||
-        o->pg_connect_timeout_ms != n->pg_connect_timeout_ms ||
-        o->pg_statement_timeout_ms != n->pg_statement_timeout_ms ||
-        o->pg_idempotency_retention_s != n->pg_idempotency_retention_s)
-        log_warn("config reload: postgres settings changed; they take effect on restart");
+/* Namespaces are not walked: all their fields reload (test_config checks
+ * that the settings table says so). */
+static size_t changes(const struct hf_config *old_cfg, const struct hf_config *new_cfg,
+                      bool restart_only, const char **names, size_t max_names) {
+    size_t count = 0;
+    for (size_t s = 0; s < N_FIELDS(sections); s++) {
+        for (size_t i = 0; i < sections[s].n; i++) {
+            const struct field *f = &sections[s].fields[i];
+            if (restart_only && !f->restart) continue;
+            if (!field_differs(f, old_cfg, new_cfg)) continue;
+            if (count < max_names) names[count] = f->name;
+            count++;
+        }
+    }
+    return count;
+}
+
+size_t hf_config_restart_only_changes(const struct hf_config *old_cfg,
+                                      const struct hf_config *new_cfg, const char **names,
+                                      size_t max_names) {
+    return changes(old_cfg, new_cfg, true, names, max_names);
+}
+
+size_t hf_config_changes(const struct hf_config *old_cfg, const struct hf_config *new_cfg,
+                         const char **names, size_t max_names) {
+    return changes(old_cfg, new_cfg, false, names, max_names);
+}
+
+#define N_SECTION_FIELDS                                                                    \
+    (N_FIELDS(socket_fields) + N_FIELDS(redis_fields) + N_FIELDS(postgres_fields) +         \
+     N_FIELDS(limits_fields) + N_FIELDS(log_fields))
+
+void hf_config_warn_restart_only(const struct hf_config *old_cfg,
+                                 const struct hf_config *new_cfg) {
+    const char *names[N_SECTION_FIELDS];
+    size_t n = hf_config_restart_only_changes(old_cfg, new_cfg, names, N_SECTION_FIELDS);
+    /* Names only: values may be passwords or DSNs with passwords. */
+    for (size_t i = 0; i < n; i++)
+        log_warn("config reload: %s changed; it takes effect on restart", names[i]);
+}
+
+/* ---- the settings table for docs/operations.md ---- */
+
+static const char *type_name(enum field_type t) {
+    switch (t) {
+    case F_UINT: return "integer";
+    case F_BOOL: return "boolean";
+    case F_STRING: return "string";
+    case F_MODE: return "octal string";
+    case F_ENUM: return "string";
+    case F_ID_LIST: return "list of integers";
+    case F_FUNCTION: return "function";
+    case F_STRING_LIST: return "list of strings";
+    }
+    return "?";
+}
+
+/* A cell's text; '|' would end the cell. */
+static void put_cell(FILE *out, const char *text) {
+    for (const char *p = text; *p; p++) {
+        if (*p == '|') fputc('\\', out);
+        fputc(*p, out);
+    }
+}
+
+static void put_row(FILE *out, const struct field *f) {
+    fputs("| `", out);
+    put_cell(out, f->name);
+    fprintf(out, "` | %s | ", type_name(f->type));
+    switch (f->type) {
+    case F_UINT: fprintf(out, "`%u`", f->def); break;
+    case F_MODE: fprintf(out, "`\"%04o\"`", f->def); break;
+    case F_BOOL: fputs(f->def ? "`true`" : "`false`", out); break;
+    case F_ENUM: fprintf(out, "`\"%s\"`", f->names[f->def]); break;
+    case F_STRING:
+        if (f->def_str) {
+            fputs("`\"", out);
+            put_cell(out, f->def_str);
+            fputs("\"`", out);
+        } else {
+            fputs("unset", out);
+        }
+        break;
+    case F_ID_LIST:
+    case F_STRING_LIST: fputs("`{}`", out); break;
+    case F_FUNCTION: fputs("unset", out); break;
+    }
+    fputs(" | ", out);
+    switch (f->type) {
+    case F_UINT: fprintf(out, "%u to %u", f->min, f->max); break;
+    case F_MODE: fputs("`\"0000\"` to `\"7777\"`", out); break;
+    case F_ENUM:
+        for (int i = 0; f->names[i]; i++) fprintf(out, "%s`\"%s\"`", i ? ", " : "", f->names[i]);
+        break;
+    case F_ID_LIST: fprintf(out, "ids 0 to %u", UINT32_MAX - 1); break;
+    case F_STRING:
+    case F_STRING_LIST: fputs("not empty", out); break;
+    case F_BOOL: fputs("`true`, `false`", out); break;
+    case F_FUNCTION: fputs("`function(hold) ... end`", out); break;
+    }
+    fprintf(out, " | %s | ", f->restart ? "restart" : "yes");
+    put_cell(out, f->help);
+    fputs(" |\n", out);
+}
+
+char *hf_config_settings_markdown(void) {
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    if (!out) return NULL;
+    fputs("| setting | type | default | bounds or choices | reload | description |\n"
+          "| --- | --- | --- | --- | --- | --- |\n",
+          out);
+    for (size_t s = 0; s < N_FIELDS(sections); s++)
+        for (size_t i = 0; i < sections[s].n; i++) put_row(out, &sections[s].fields[i]);
+    for (size_t i = 0; i < N_FIELDS(namespace_fields); i++) put_row(out, &namespace_fields[i]);
+    bool failed = ferror(out) != 0;
+    if (fclose(out) != 0 || failed) {
+        free(text);
+        return NULL;
+    }
+    return text;
 }

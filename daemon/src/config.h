@@ -90,8 +90,24 @@ void hf_config_unref(struct hf_config *cfg);
 const struct hf_namespace *hf_config_namespace(const struct hf_config *cfg,
                                                const char *name);
 
-/* Settings that need a restart to change; logs each one that differs. */
+/* The restart-only settings (per config.c's field tables) that differ
+ * between the two configs: their dotted names ("redis.address", static
+ * strings) go into names[0 .. max_names-1]; returns how many differ, which
+ * may exceed max_names. */
+size_t hf_config_restart_only_changes(const struct hf_config *old_cfg,
+                                      const struct hf_config *new_cfg, const char **names,
+                                      size_t max_names);
+/* The same for every setting outside `namespaces`, reloadable or not. */
+size_t hf_config_changes(const struct hf_config *old_cfg, const struct hf_config *new_cfg,
+                         const char **names, size_t max_names);
+/* Logs one warning per restart-only setting that differs, naming it, never
+ * its value. */
 void hf_config_warn_restart_only(const struct hf_config *old_cfg,
                                  const struct hf_config *new_cfg);
+
+/* A Markdown table of every setting (name, type, default, bounds, whether a
+ * reload applies it, description), as in docs/operations.md. malloc'd, the
+ * caller frees; NULL when out of memory. */
+char *hf_config_settings_markdown(void);
 
 #endif

@@ -7,18 +7,28 @@
 #include <sys/random.h>
 
 static unsigned char fingerprint_key[crypto_shorthash_KEYBYTES];
+/* Used while no key is configured; made once, so a reload that drops and
+ * later restores "no key" keeps this run's fingerprints comparable. */
+static unsigned char process_key[crypto_shorthash_KEYBYTES];
+static bool have_process_key;
 
-int hf_token_init(const char *key) {
-    if (sodium_init() < 0) return -1;
+int hf_token_set_fingerprint_key(const char *key) {
+    if (sodium_init() < 0) return -1; /* idempotent: 1 when already done */
     if (key && *key) {
         /* Derive a fixed-size key from whatever the operator configured. */
         crypto_generichash(fingerprint_key, sizeof fingerprint_key,
                            (const unsigned char *)key, strlen(key), NULL, 0);
-    } else {
-        randombytes_buf(fingerprint_key, sizeof fingerprint_key);
+        return 0;
     }
+    if (!have_process_key) {
+        randombytes_buf(process_key, sizeof process_key);
+        have_process_key = true;
+    }
+    memcpy(fingerprint_key, process_key, sizeof fingerprint_key);
     return 0;
 }
+
+int hf_token_init(const char *key) { return hf_token_set_fingerprint_key(key); }
 
 int hf_token_random(char out[HF_TOKEN_RANDOM_CHARS + 1]) {
     unsigned char raw[HF_TOKEN_RANDOM_BYTES];

@@ -16,6 +16,11 @@
 /* Set up the keyed hash used for fingerprints. key may be NULL: a random key
  * per process (fingerprints then only correlate within one run). */
 int hf_token_init(const char *key);
+/* Switch the fingerprint key, e.g. on reload (log.fingerprint_key): from now
+ * on fingerprints use `key`, or with NULL this process's random key (the same
+ * one each time). Holds are unaffected; only log correlation changes. 0 or -1
+ * when libsodium cannot be initialised. */
+int hf_token_set_fingerprint_key(const char *key);
 /* A fresh random part from getrandom(). 0 or -errno. */
 int hf_token_random(char out[HF_TOKEN_RANDOM_CHARS + 1]);
 /* true when `token` has the shape "<digits>.<22 base64url chars>"; the fence
