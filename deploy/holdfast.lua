@@ -4,8 +4,11 @@
 -- Unknown keys are errors, so a typo never falls back to a default silently.
 -- After editing:
 --   holdfastd --check-config /etc/holdfast/holdfast.lua
---   systemctl reload holdfastd    # limits, log, namespaces
---   systemctl restart holdfastd   # socket, redis, postgres settings
+--   systemctl reload holdfastd    # limits, log, namespaces, socket allow lists,
+--                                 # redis.command_timeout_ms
+--   systemctl restart holdfastd   # the rest of socket, redis and postgres
+-- (docs/operations.md lists every setting and whether a reload applies it;
+-- a reload logs a warning naming each restart-only setting it changed.)
 -- The package installs this file owned by holdfast:root, mode 0600: it may
 -- hold passwords, and members of the `holdfast` group (the daemon's callers)
 -- must not read it.

@@ -183,6 +183,8 @@ static void on_reload(uv_signal_t *s, int signum) {
         hf_config_unref(app->d.cfg);
         app->d.cfg = next;
         hf_log_set_level(next->log_level);
+        if (hf_token_set_fingerprint_key(next->log_fingerprint_key) != 0)
+            log_warn("config reload: cannot apply log.fingerprint_key");
         hf_metrics_inc(HF_C_CONFIG_RELOADS);
         log_info("configuration reloaded from %s (%zu namespaces)", next->path,
                  next->n_namespaces);
