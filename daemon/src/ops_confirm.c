@@ -28,11 +28,10 @@
 #include "ops.h"
 #include "pg_pool.h"
 #include "scripts.h"
+#include "validate.h"
 
 #define CODE(x) HOLDFAST__V1__CODE__CODE_##x
 
-#define MAX_PAYLOAD_BYTES 4096
-#define MAX_REFERENCE_BYTES 256
 /* A statement may outlive its request by this much, so that a result that
  * is only a little late still settles the outcome on the same connection. */
 #define PG_GRACE_MS 250
@@ -173,33 +172,6 @@ static struct cc *cc_create(struct hf_request *req, struct hf_target *t, bool ca
 
 /* ---- validation ---- */
 
-static bool valid_utf8(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t len;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
-        else return false;
-        if (i + len > n) return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
 /* What Confirm and Cancel both need. false: the request has been answered. */
 static bool check_common(struct hf_request *req, const struct hf_target *t, const char *key,
                          const char *reference) {
@@ -225,9 +197,9 @@ static bool check_common(struct hf_request *req, const struct hf_target *t, cons
         return false;
     }
     size_t rlen = reference ? strlen(reference) : 0;
-    if (rlen > MAX_REFERENCE_BYTES || !valid_utf8((const unsigned char *)reference, rlen)) {
+    if (rlen > HF_MAX_REFERENCE_BYTES || !hf_valid_utf8(reference, rlen)) {
         hf_request_fail(req, CODE(INVALID_ARGUMENT), "reference", NULL,
-                        "reference must be at most %d bytes of UTF-8", MAX_REFERENCE_BYTES);
+                        "reference must be at most %d bytes of UTF-8", HF_MAX_REFERENCE_BYTES);
         return false;
     }
     /* Refuse before the hold is stretched, rather than after. */
@@ -774,9 +746,9 @@ void hf_op_confirm(struct hf_request *req) {
     struct hf_target *t;
     if (!hf_target_parse(req, m->namespace_, m->partition, m->ids, m->n_ids, &t)) return;
     if (!hf_token_check(req, m->token, true)) return;
-    if (m->payload.len > MAX_PAYLOAD_BYTES) {
+    if (m->payload.len > HF_MAX_PAYLOAD_BYTES) {
         hf_request_fail(req, CODE(INVALID_ARGUMENT), "payload", NULL,
-                        "payload is %zu bytes; at most %d", m->payload.len, MAX_PAYLOAD_BYTES);
+                        "payload is %zu bytes; at most %d", m->payload.len, HF_MAX_PAYLOAD_BYTES);
         return;
     }
     uint64_t fence = 0;
