@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "confirm_db.h"
 #include "log.h"
 #include "metrics.h"
 #include "ops.h"
@@ -447,28 +448,31 @@ static void answer_pg_error(struct cc *cc, const struct hf_pg_result *r) {
     struct hf_request *req = cc->req;
     const char *s = r->sqlstate;
     req->db_outcome = "rollback";
-    if (strcmp(s, "55P03") == 0 || strcmp(s, "57014") == 0) {
+    switch (hf_sqlstate_classify(s)) {
+    case HF_SQLSTATE_DEADLINE:
         /* lock_timeout (set from this request's deadline) or statement_timeout */
         hf_request_fail(req, CODE(DEADLINE_EXCEEDED), NULL, NULL,
                         "the database did not finish in time (%s); nothing was committed", r->message);
-    } else if (strncmp(s, "40", 2) == 0 || strncmp(s, "53", 2) == 0 || strncmp(s, "57", 2) == 0 ||
-               strncmp(s, "58", 2) == 0 || strncmp(s, "55", 2) == 0) {
+        break;
+    case HF_SQLSTATE_RETRYABLE:
         hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
                         "postgres: %s (SQLSTATE %s); nothing was committed, retry with the same "
                         "idempotency key", r->message, s);
-    } else if (strcmp(s, "42883") == 0 || strcmp(s, "3F000") == 0 || strcmp(s, "42P01") == 0 ||
-               strcmp(s, "42501") == 0) {
+        break;
+    case HF_SQLSTATE_SCHEMA:
         log_error("%s cid=%s: postgres schema or privileges are not usable: %s (SQLSTATE %s); "
                   "run holdfastd --migrate and check the role's grants",
                   op_word(cc), req->correlation_id, r->message, s);
         hf_request_fail(req, CODE(UNAVAILABLE), NULL, NULL,
                         "postgres schema holdfast is missing or not usable (SQLSTATE %s)", s);
-    } else {
+        break;
+    case HF_SQLSTATE_OTHER:
         log_error("%s cid=%s: postgres refused the statement: %s (SQLSTATE %s)", op_word(cc),
                   req->correlation_id, r->message, s);
         hf_request_fail(req, CODE(INTERNAL), NULL, NULL,
                         "the database refused the %s (SQLSTATE %s); nothing was committed",
                         op_word(cc), s);
+        break;
     }
 }
 
