@@ -84,7 +84,9 @@ void *hf_pg_pool_owner(const struct hf_pg_pool *pool);
  * PQsendQueryParams (lengths and formats may be NULL: all text); everything
  * is copied. The call waits for a free connection and ends by timeout_ms at
  * the latest. 0, or negative when nothing was accepted (cb never called):
- * -ENOTCONN when no connection is ready, -ESHUTDOWN when closing. */
+ * -ENOTCONN when no connection is ready, -ESHUTDOWN when closing. A caller
+ * that ignores it would wait for a callback that never comes. */
+__attribute__((warn_unused_result))
 int hf_pg_query(struct hf_pg_pool *pool, const char *sql, int nparams,
                 const char *const *values, const int *lengths, const int *formats,
                 uint32_t timeout_ms, hf_pg_cb *cb, void *privdata);
