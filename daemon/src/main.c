@@ -15,13 +15,13 @@
 
 #include "config.h"
 #include "conn.h"
+#include "confirm_db.h"
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
 #include "ops_table.h"
 #include "pg_migrate.h"
-#include "pg_pool.h"
 #include "request.h"
 #include "scripts.h"
 #include "server.h"
@@ -123,7 +123,7 @@ static void shutdown_now(struct app *app) {
     app->d.server = NULL;
     hf_scripts_close(app->d.scripts);
     app->d.scripts = NULL;
-    hf_pg_pool_close(app->d.pg);
+    hf_confirm_db_close(app->d.pg);
     app->d.pg = NULL;
     uv_close((uv_handle_t *)&app->sigterm, NULL);
     uv_close((uv_handle_t *)&app->sigint, NULL);
@@ -248,8 +248,10 @@ static int run(const char *config_path) {
     if (wd) uv_timer_start(&app->watchdog, on_watchdog, wd / 2000, wd / 2000);
 
     app->d.scripts = hf_scripts_create(&app->loop, cfg, on_redis_ready, app);
-    if (cfg->pg_dsn) app->d.pg = hf_pg_pool_create(&app->loop, cfg, on_pg_state, app);
-    app->d.server = app->d.scripts && (app->d.pg || !cfg->pg_dsn) ? hf_server_create(&app->d, on_accept, app) : NULL;
+    if (cfg->pg_dsn) app->d.pg = hf_confirm_db_create(&app->loop, cfg, on_pg_state, app);
+    app->d.server = app->d.scripts && (app->d.pg || !cfg->pg_dsn)
+                        ? hf_server_create(&app->d, on_accept, app)
+                        : NULL;
     if (!app->d.server) {
         log_error("start-up failed");
         app->exit_code = 1;

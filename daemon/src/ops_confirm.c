@@ -23,15 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "confirm_db.h"
 #include "log.h"
 #include "metrics.h"
 #include "ops_common.h"
 #include "pg_pool.h"
 #include "scripts.h"
+#include "validate.h"
 
-
-#define MAX_PAYLOAD_BYTES 4096
-#define MAX_REFERENCE_BYTES 256
 /* A statement may outlive its request by this much, so that a result that
  * is only a little late still settles the outcome on the same connection. */
 #define PG_GRACE_MS 250
@@ -174,33 +173,6 @@ static bool cc_start(struct cc *cc) {
 
 /* ---- validation ---- */
 
-static bool valid_utf8(const unsigned char *s, size_t n) {
-    size_t i = 0;
-    while (i < n) {
-        unsigned char c = s[i];
-        size_t len;
-        uint32_t cp;
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-        else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-        else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
-        else return false;
-        if (i + len > n) return false;
-        for (size_t k = 1; k < len; k++) {
-            if ((s[i + k] & 0xC0) != 0x80) return false;
-            cp = (cp << 6) | (s[i + k] & 0x3F);
-        }
-        if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return false;
-        i += len;
-    }
-    return true;
-}
-
 /* What Confirm and Cancel both need. false: the request has been answered. */
 static bool check_common(struct hf_request *req, const struct hf_target *t, const char *key,
                          const char *reference) {
@@ -226,9 +198,9 @@ static bool check_common(struct hf_request *req, const struct hf_target *t, cons
         return false;
     }
     size_t rlen = reference ? strlen(reference) : 0;
-    if (rlen > MAX_REFERENCE_BYTES || !valid_utf8((const unsigned char *)reference, rlen)) {
+    if (rlen > HF_MAX_REFERENCE_BYTES || !hf_valid_utf8(reference, rlen)) {
         hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "reference", NULL,
-                        "reference must be at most %d bytes of UTF-8", MAX_REFERENCE_BYTES);
+                        "reference must be at most %d bytes of UTF-8", HF_MAX_REFERENCE_BYTES);
         return false;
     }
     /* Refuse before the hold is stretched, rather than after. */
@@ -476,28 +448,31 @@ static void answer_pg_error(struct cc *cc, const struct hf_pg_result *r) {
     struct hf_request *req = cc->req;
     const char *s = r->sqlstate;
     req->db_outcome = "rollback";
-    if (strcmp(s, "55P03") == 0 || strcmp(s, "57014") == 0) {
+    switch (hf_sqlstate_classify(s)) {
+    case HF_SQLSTATE_DEADLINE:
         /* lock_timeout (set from this request's deadline) or statement_timeout */
         hf_request_fail(req, HF_CODE(DEADLINE_EXCEEDED), NULL, NULL,
                         "the database did not finish in time (%s); nothing was committed", r->message);
-    } else if (strncmp(s, "40", 2) == 0 || strncmp(s, "53", 2) == 0 || strncmp(s, "57", 2) == 0 ||
-               strncmp(s, "58", 2) == 0 || strncmp(s, "55", 2) == 0) {
+        break;
+    case HF_SQLSTATE_RETRYABLE:
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
                         "postgres: %s (SQLSTATE %s); nothing was committed, retry with the same "
                         "idempotency key", r->message, s);
-    } else if (strcmp(s, "42883") == 0 || strcmp(s, "3F000") == 0 || strcmp(s, "42P01") == 0 ||
-               strcmp(s, "42501") == 0) {
+        break;
+    case HF_SQLSTATE_SCHEMA:
         log_error("%s cid=%s: postgres schema or privileges are not usable: %s (SQLSTATE %s); "
                   "run holdfastd --migrate and check the role's grants",
                   op_word(cc), req->correlation_id, r->message, s);
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
                         "postgres schema holdfast is missing or not usable (SQLSTATE %s)", s);
-    } else {
+        break;
+    case HF_SQLSTATE_OTHER:
         log_error("%s cid=%s: postgres refused the statement: %s (SQLSTATE %s)", op_word(cc),
                   req->correlation_id, r->message, s);
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL,
                         "the database refused the %s (SQLSTATE %s); nothing was committed",
                         op_word(cc), s);
+        break;
     }
 }
 
@@ -776,9 +751,9 @@ void hf_op_confirm(struct hf_request *req) {
     if (!cc) return;
     struct hf_target *t = cc->t;
     if (!hf_token_check(req, m->token, true)) return;
-    if (m->payload.len > MAX_PAYLOAD_BYTES) {
+    if (m->payload.len > HF_MAX_PAYLOAD_BYTES) {
         hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "payload", NULL,
-                        "payload is %zu bytes; at most %d", m->payload.len, MAX_PAYLOAD_BYTES);
+                        "payload is %zu bytes; at most %d", m->payload.len, HF_MAX_PAYLOAD_BYTES);
         return;
     }
     uint64_t fence = 0;

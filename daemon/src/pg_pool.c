@@ -1,6 +1,7 @@
 /* pg_pool.c - libpq connections on the libuv loop: connect, set up the
- * session, run one statement at a time, reconnect with backoff; and the
- * periodic pruning of idempotency records. Nothing here blocks the loop
+ * session (the owner's checks ride along in the same round trip), run one
+ * statement at a time, reconnect with backoff. It knows no schema of its
+ * own. Nothing here blocks the loop
  * (except name resolution inside PQconnectPoll when the DSN names a host:
  * see docs/confirm.md). */
 #include "pg_pool.h"
@@ -13,29 +14,23 @@
 #include "backoff.h"
 #include "log.h"
 #include "metrics.h"
-#include "pg_migrate.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 2000
-#define PRUNE_FIRST_MS 1000
-#define PRUNE_INTERVAL_MS 60000
-#define PRUNE_AGAIN_MS 1000 /* a whole batch went: more are waiting */
-#define PRUNE_BATCH "1000"
 /* While a statement runs, its server process checks this often that the
  * daemon is still connected, so a call the daemon gave up on stops soon. */
 #define CLIENT_CHECK_INTERVAL_MS "1000"
 
-/* One round trip sets the session up and tells whether it may be used. */
+/* One round trip sets the session up and tells whether it may be used;
+ * the owner's columns (struct hf_pg_setup) follow these. */
 static const char SQL_SETUP[] =
     "SELECT pg_backend_pid(),"
     " (SELECT floor(extract(epoch FROM backend_start) * 1000000)::bigint"
     "    FROM pg_stat_activity WHERE pid = pg_backend_pid()),"
     " pg_is_in_recovery(),"
-    " holdfast.schema_version(),"
     " set_config('statement_timeout', $1, false),"
     " set_config('client_connection_check_interval', '" CLIENT_CHECK_INTERVAL_MS "', false)";
-
-static const char SQL_PRUNE[] = "SELECT holdfast.prune_idempotency($1::integer, $2::integer)";
+#define SETUP_COLUMNS 5 /* the owner's columns start here */
 
 enum conn_state { C_IDLE, C_CONNECTING, C_SETUP, C_READY, C_CLOSED };
 
@@ -90,19 +85,19 @@ struct pg_call {
 struct hf_pg_pool {
     uv_loop_t *loop;
     char *dsn;
+    char *app_name;      /* NULL: none */
+    char *setup_sql;     /* SQL_SETUP and the owner's columns */
+    hf_pg_setup_check_fn *check;
     uint32_t connect_timeout_ms;
     uint32_t statement_timeout_ms;
-    uint32_t retention_s;
     hf_pg_state_fn *on_state;
     void *ud;
     bool closing;
     bool problem_logged; /* one warning per outage, not one per retry */
-    bool prune_in_flight;
     unsigned ready;
     unsigned open_handles;
     struct pg_call *head, *tail;
     uv_timer_t kick;     /* fails queued calls once no connection is left */
-    uv_timer_t prune;
     unsigned n;
     struct pg_conn conns[];
 };
@@ -123,6 +118,8 @@ const char *hf_pg_status_name(enum hf_pg_status status) {
 
 unsigned hf_pg_pool_ready_count(const struct hf_pg_pool *pool) { return pool ? pool->ready : 0; }
 
+void *hf_pg_pool_owner(const struct hf_pg_pool *pool) { return pool ? pool->ud : NULL; }
+
 /* libpq's messages end in a newline; log lines do not. */
 static void copy_message(char *out, size_t cap, const char *msg) {
     snprintf(out, cap, "%s", msg && *msg ? msg : "unknown error");
@@ -130,12 +127,18 @@ static void copy_message(char *out, size_t cap, const char *msg) {
     while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' ')) out[--n] = '\0';
 }
 
-static void report_problem(struct hf_pg_pool *pool, const char *what, const char *msg) {
-    char m[512];
-    copy_message(m, sizeof m, msg);
-    if (!pool->problem_logged) log_warn("postgres: %s: %s", what, m);
-    else log_debug("postgres: %s: %s", what, m);
+/* `line` as the operator reads it, after "postgres: ". */
+static void report_line(struct hf_pg_pool *pool, const char *line) {
+    if (!pool->problem_logged) log_warn("postgres: %s", line);
+    else log_debug("postgres: %s", line);
     pool->problem_logged = true;
+}
+
+static void report_problem(struct hf_pg_pool *pool, const char *what, const char *msg) {
+    char m[512], line[768];
+    copy_message(m, sizeof m, msg);
+    snprintf(line, sizeof line, "%s: %s", what, m);
+    report_line(pool, line);
 }
 
 static void on_notice(void *arg, const char *message) {
@@ -149,6 +152,8 @@ static void on_notice(void *arg, const char *message) {
 static void maybe_free_pool(struct hf_pg_pool *pool) {
     if (!pool->closing || pool->open_handles > 0) return;
     free(pool->dsn);
+    free(pool->app_name);
+    free(pool->setup_sql);
     free(pool);
 }
 
@@ -476,39 +481,48 @@ static void conn_reset(struct pg_conn *c, const char *why) {
     if (pool->head && pool->ready == 0 && !pool->closing) uv_timer_start(&pool->kick, on_kick, 0, 0);
 }
 
+/* The owner's verdict on a set-up result (OK or ERROR); a refusal is
+ * logged in the owner's words when it gave some. */
+static bool setup_accepted(struct hf_pg_pool *pool, const struct hf_pg_result *r, char *note,
+                           size_t notelen) {
+    note[0] = '\0';
+    bool ok = r->status == HF_PG_OK;
+    if (pool->check && !pool->check(pool->ud, r, SETUP_COLUMNS, note, notelen)) ok = false;
+    if (ok) return true;
+    if (note[0]) report_line(pool, note);
+    else report_problem(pool, "session set-up failed",
+                        r->status == HF_PG_OK ? "refused by its owner" : r->message);
+    return false;
+}
+
 static void on_setup(void *privdata, const struct hf_pg_result *r) {
     struct pg_conn *c = privdata;
     struct hf_pg_pool *pool = c->pool;
-    if (c->state != C_SETUP) return; /* already reset */
+    if (c->state != C_SETUP || pool->closing) return; /* already reset */
+    char note[512];
+    if (r->status == HF_PG_ERROR) {
+        setup_accepted(pool, r, note, sizeof note); /* never accepted: words the log */
+        conn_reset(c, "set-up failed");
+        return;
+    }
     if (r->status != HF_PG_OK) {
-        bool missing = r->status == HF_PG_ERROR &&
-                       (strcmp(r->sqlstate, "42883") == 0 || strcmp(r->sqlstate, "3F000") == 0 ||
-                        strcmp(r->sqlstate, "42P01") == 0);
-        if (missing) report_problem(pool, "schema holdfast is missing (run holdfastd --migrate)",
-                                    r->message);
-        else report_problem(pool, "session set-up failed", r->message);
+        report_problem(pool, "session set-up failed", r->message);
         conn_reset(c, "set-up failed");
         return;
     }
     const PGresult *res = r->res;
-    if (PQntuples(res) != 1 || PQnfields(res) < 4) {
+    if (PQntuples(res) != 1 || PQnfields(res) < SETUP_COLUMNS) {
         report_problem(pool, "session set-up failed", "unexpected result");
         conn_reset(c, "set-up failed");
         return;
     }
-    int required = hf_pg_schema_required();
-    int version = atoi(PQgetvalue(res, 0, 3));
     if (PQgetvalue(res, 0, 2)[0] == 't') {
-        report_problem(pool, "not usable", "the server is a standby in recovery; holdfast needs the primary");
+        report_problem(pool, "not usable", "the server is a standby in recovery; only a primary is used");
         conn_reset(c, "standby");
         return;
     }
-    if (version < required) {
-        char m[128];
-        snprintf(m, sizeof m, "schema holdfast is at version %d, this daemon needs %d", version,
-                 required);
-        report_problem(pool, "run holdfastd --migrate", m);
-        conn_reset(c, "schema too old");
+    if (!setup_accepted(pool, r, note, sizeof note)) {
+        conn_reset(c, "set-up refused");
         return;
     }
     c->backend_pid = atoi(PQgetvalue(res, 0, 0));
@@ -517,8 +531,8 @@ static void on_setup(void *privdata, const struct hf_pg_result *r) {
     c->ever_ready = true;
     c->failures = 0;
     pool->problem_logged = false;
-    log_info("postgres: connection %u ready (server pid %d, schema version %d)", c->index,
-             c->backend_pid, version);
+    log_info("postgres: connection %u ready (server pid %d%s%s)", c->index, c->backend_pid,
+             note[0] ? ", " : "", note);
     set_state(c, C_READY);
     pump(pool);
 }
@@ -534,7 +548,7 @@ static void connected(struct pg_conn *c) {
     char timeout[16];
     snprintf(timeout, sizeof timeout, "%u", pool->statement_timeout_ms);
     const char *values[] = {timeout};
-    struct pg_call *call = call_new(pool, SQL_SETUP, 1, values, NULL, NULL, on_setup, c);
+    struct pg_call *call = call_new(pool, pool->setup_sql, 1, values, NULL, NULL, on_setup, c);
     if (!call) {
         conn_reset(c, "out of memory");
         return;
@@ -615,9 +629,10 @@ static void on_connect_timeout(uv_timer_t *t) {
 static void conn_start(struct pg_conn *c) {
     struct hf_pg_pool *pool = c->pool;
     if (pool->closing) return;
-    /* Keywords before dbname are defaults the DSN may override. */
+    /* Keywords before dbname are defaults the DSN may override; an empty
+     * value is ignored by libpq. */
     static const char *const keys[] = {"fallback_application_name", "dbname", NULL};
-    const char *values[] = {"holdfastd", pool->dsn, NULL};
+    const char *values[] = {pool->app_name ? pool->app_name : "", pool->dsn, NULL};
     PGconn *pg = PQconnectStartParams(keys, values, 1);
     if (!pg || PQstatus(pg) == CONNECTION_BAD) {
         report_problem(pool, "cannot connect", pg ? PQerrorMessage(pg) : "out of memory");
@@ -637,61 +652,37 @@ static void conn_start(struct pg_conn *c) {
     }
 }
 
-/* ---- pruning ---- */
-
-static uint64_t jittered(uint64_t ms) { return ms / 2 + uv_hrtime() % ms; }
-
-static void on_prune_timer(uv_timer_t *t);
-
-static void on_pruned(void *privdata, const struct hf_pg_result *r) {
-    struct hf_pg_pool *pool = privdata;
-    pool->prune_in_flight = false;
-    if (pool->closing) return;
-    uint64_t next = jittered(PRUNE_INTERVAL_MS);
-    if (r->status == HF_PG_OK && PQntuples(r->res) == 1) {
-        long n = atol(PQgetvalue(r->res, 0, 0));
-        if (n > 0)
-            log_info("postgres: pruned %ld idempotency records older than %u s", n,
-                     pool->retention_s);
-        if (n >= atol(PRUNE_BATCH)) next = PRUNE_AGAIN_MS;
-    } else {
-        log_warn("postgres: pruning idempotency records failed (%s): %s",
-                 hf_pg_status_name(r->status), r->message);
-    }
-    uv_timer_start(&pool->prune, on_prune_timer, next, 0);
-}
-
-static void on_prune_timer(uv_timer_t *t) {
-    struct hf_pg_pool *pool = t->data;
-    if (pool->closing || pool->prune_in_flight) return;
-    char retention[16];
-    snprintf(retention, sizeof retention, "%u", pool->retention_s);
-    const char *values[] = {retention, PRUNE_BATCH};
-    if (hf_pg_query(pool, SQL_PRUNE, 2, values, NULL, NULL, pool->statement_timeout_ms + 1000,
-                    on_pruned, pool) == 0) {
-        pool->prune_in_flight = true;
-        return;
-    }
-    uv_timer_start(&pool->prune, on_prune_timer, pool->ready ? jittered(PRUNE_INTERVAL_MS)
-                                                             : PRUNE_FIRST_MS, 0);
-}
-
 /* ---- the pool ---- */
 
-struct hf_pg_pool *hf_pg_pool_create(uv_loop_t *loop, const struct hf_config *cfg,
-                                     hf_pg_state_fn *on_state, void *ud) {
-    unsigned n = cfg->pg_pool_size ? cfg->pg_pool_size : 1;
+/* strdup that keeps NULL. false: out of memory. */
+static bool dup_opt(char **out, const char *s) {
+    *out = s ? strdup(s) : NULL;
+    return !s || *out;
+}
+
+struct hf_pg_pool *hf_pg_pool_create(uv_loop_t *loop, const struct hf_pg_pool_options *opts,
+                                     const struct hf_pg_setup *setup, hf_pg_state_fn *on_state,
+                                     void *ud) {
+    unsigned n = opts->pool_size ? opts->pool_size : 1;
     struct hf_pg_pool *pool = calloc(1, sizeof *pool + n * sizeof(struct pg_conn));
     if (!pool) return NULL;
-    pool->dsn = strdup(cfg->pg_dsn ? cfg->pg_dsn : "");
-    if (!pool->dsn) {
+    const char *columns = setup && setup->columns && *setup->columns ? setup->columns : NULL;
+    size_t sql_len = sizeof SQL_SETUP + (columns ? 2 + strlen(columns) : 0);
+    pool->setup_sql = malloc(sql_len);
+    if (!dup_opt(&pool->dsn, opts->dsn ? opts->dsn : "") ||
+        !dup_opt(&pool->app_name, opts->application_name) || !pool->setup_sql) {
+        free(pool->dsn);
+        free(pool->app_name);
+        free(pool->setup_sql);
         free(pool);
         return NULL;
     }
+    snprintf(pool->setup_sql, sql_len, "%s%s%s", SQL_SETUP, columns ? ", " : "",
+             columns ? columns : "");
+    pool->check = setup ? setup->check : NULL;
     pool->loop = loop;
-    pool->connect_timeout_ms = cfg->pg_connect_timeout_ms;
-    pool->statement_timeout_ms = cfg->pg_statement_timeout_ms;
-    pool->retention_s = cfg->pg_idempotency_retention_s;
+    pool->connect_timeout_ms = opts->connect_timeout_ms;
+    pool->statement_timeout_ms = opts->statement_timeout_ms;
     pool->on_state = on_state;
     pool->ud = ud;
     pool->n = n;
@@ -709,10 +700,7 @@ struct hf_pg_pool *hf_pg_pool_create(uv_loop_t *loop, const struct hf_config *cf
     }
     uv_timer_init(loop, &pool->kick);
     pool->kick.data = pool;
-    uv_timer_init(loop, &pool->prune);
-    pool->prune.data = pool;
-    pool->open_handles += 2;
-    uv_timer_start(&pool->prune, on_prune_timer, PRUNE_FIRST_MS, 0);
+    pool->open_handles++;
     return pool;
 }
 
@@ -742,5 +730,4 @@ void hf_pg_pool_close(struct hf_pg_pool *pool) {
     }
     hf_metrics_gauge_set(HF_G_PG_CONNECTED, 0);
     uv_close((uv_handle_t *)&pool->kick, on_pool_timer_closed);
-    uv_close((uv_handle_t *)&pool->prune, on_pool_timer_closed);
 }

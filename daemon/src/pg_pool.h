@@ -2,16 +2,16 @@
  * loop (PQconnectPoll, PQsendQueryParams, the socket watched with uv_poll):
  * reconnect with backoff, a statement timeout per connection, a deadline on
  * every call, and results that say whether the statement may have run.
- * Each connection runs one statement at a time; calls queue for a free one. */
+ * Each connection runs one statement at a time; calls queue for a free one.
+ * It knows no schema: its owner adds columns and a check to the set-up. */
 #ifndef HF_PG_POOL_H
 #define HF_PG_POOL_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
-
-#include "config.h"
 
 enum hf_pg_status {
     HF_PG_OK,       /* the statement ran and its transaction committed; rows in res */
@@ -38,18 +38,55 @@ typedef void hf_pg_state_fn(void *ud, unsigned ready);
 
 struct hf_pg_pool;
 
+struct hf_pg_pool_options {
+    const char *dsn;               /* libpq connection string; copied */
+    const char *application_name;  /* libpq's fallback_application_name; NULL: none */
+    unsigned pool_size;            /* connections; 0 means 1 */
+    uint32_t connect_timeout_ms;   /* connect and session set-up, each attempt */
+    uint32_t statement_timeout_ms; /* set on every connection */
+};
+
+/* Judges a connection's set-up round trip (see struct hf_pg_setup). r->res
+ * holds the row when r->status is HF_PG_OK; the owner's columns start at
+ * first_column. Return true to use the connection; false to refuse it, with
+ * `say` telling an operator what is wrong (logged as "postgres: <say>", once
+ * per outage; the connection is reset and retried with backoff). On
+ * acceptance `say` may carry a note for the "ready" log line. Also called
+ * with HF_PG_ERROR when the server refused the set-up statement (one of the
+ * owner's columns, most likely): the connection is refused whatever it
+ * returns, and `say` (left empty: "session set-up failed: <message>") words
+ * the log line from r->sqlstate and r->message. */
+typedef bool hf_pg_setup_check_fn(void *ud, const struct hf_pg_result *r, int first_column,
+                                  char *say, size_t saylen);
+
+/* The owner's part of a connection's session set-up. Its columns join the
+ * pool's own SELECT (backend pid and start time, pg_is_in_recovery(), the
+ * session settings), so set-up stays one round trip. */
+struct hf_pg_setup {
+    const char *columns;         /* select-list items, e.g. "app.version()"; no
+                                    parameters; NULL: none. Copied */
+    hf_pg_setup_check_fn *check; /* NULL: every primary is accepted */
+};
+
 /* Connects in the background (from the loop, never inside this call). A
  * connection is ready once its session is set up: statement_timeout set, a
- * primary (not in recovery), schema at least the embedded migrations'
- * version. Also prunes idempotency records periodically. NULL on OOM. */
-struct hf_pg_pool *hf_pg_pool_create(uv_loop_t *loop, const struct hf_config *cfg,
-                                     hf_pg_state_fn *on_state, void *ud);
+ * primary (not in recovery), and accepted by setup->check. `ud` goes to
+ * setup->check and on_state. setup may be NULL. NULL on OOM. */
+struct hf_pg_pool *hf_pg_pool_create(uv_loop_t *loop, const struct hf_pg_pool_options *opts,
+                                     const struct hf_pg_setup *setup, hf_pg_state_fn *on_state,
+                                     void *ud);
+
+/* The ud given to hf_pg_pool_create(): an owner that hands out only the pool
+ * finds its own state again with it. */
+void *hf_pg_pool_owner(const struct hf_pg_pool *pool);
 
 /* Run one statement with text results. values/lengths/formats as for
  * PQsendQueryParams (lengths and formats may be NULL: all text); everything
  * is copied. The call waits for a free connection and ends by timeout_ms at
  * the latest. 0, or negative when nothing was accepted (cb never called):
- * -ENOTCONN when no connection is ready, -ESHUTDOWN when closing. */
+ * -ENOTCONN when no connection is ready, -ESHUTDOWN when closing. A caller
+ * that ignores it would wait for a callback that never comes. */
+__attribute__((warn_unused_result))
 int hf_pg_query(struct hf_pg_pool *pool, const char *sql, int nparams,
                 const char *const *values, const int *lengths, const int *formats,
                 uint32_t timeout_ms, hf_pg_cb *cb, void *privdata);

@@ -6,11 +6,19 @@
 #include <stddef.h>
 
 #define HF_NAME_MAX 128
+/* Confirm/Cancel: what the database stores beside a claim. */
+#define HF_MAX_PAYLOAD_BYTES 4096  /* opaque bytes */
+#define HF_MAX_REFERENCE_BYTES 256 /* UTF-8 text (hf_valid_utf8) */
 
 /* Namespaces, partitions and resource ids: [A-Za-z0-9._-], 1..128 bytes.
  * No braces, colons or spaces, so nobody can forge a key or a hash tag. */
 bool hf_valid_name(const char *s, size_t len);
 /* Correlation ids and idempotency keys also allow ':' (trace ids use it). */
 bool hf_valid_ref_id(const char *s, size_t len);
+/* Well-formed UTF-8: no overlong forms, no surrogates, nothing above
+ * U+10FFFF, no truncated sequence. A NUL byte is well-formed here (PostgreSQL
+ * text refuses it: callers pass C strings, measured with strlen). Empty is
+ * valid, and s may then be NULL. */
+bool hf_valid_utf8(const char *s, size_t len);
 
 #endif
