@@ -193,6 +193,12 @@ void hf_answer_script_code(struct hf_request *req, const struct hf_target *t, lo
     }
 }
 
+const char *hf_redis_reply_failure(enum hf_redis_status status, const redisReply *r) {
+    if (status == HF_REDIS_TIMEOUT) return "timed out";
+    if (status != HF_REDIS_OK) return "connection lost";
+    return r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply";
+}
+
 bool hf_reply_code(const redisReply *r, long long *code) {
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
         r->element[0]->type != REDIS_REPLY_INTEGER)

@@ -211,11 +211,11 @@ void hf_request_op_done(struct hf_request *req) {
 
 static void on_op_timer(uv_timer_t *t) {
     struct hf_request *req = t->data;
-    req->op_timer_cb(req);
+    req->op_timer_cb(req->op_timer_arg);
 }
 
-void hf_request_timer_start(struct hf_request *req, uint64_t ms,
-                            void (*cb)(struct hf_request *req)) {
+void hf_request_timer_start(struct hf_request *req, uint64_t ms, void (*cb)(void *arg),
+                            void *arg) {
     assert(req->op_busy);
     if (!req->op_timer_used) {
         uv_timer_init(req->d->loop, &req->op_timer);
@@ -223,6 +223,7 @@ void hf_request_timer_start(struct hf_request *req, uint64_t ms,
         req->op_timer_used = true;
     }
     req->op_timer_cb = cb;
+    req->op_timer_arg = arg;
     uv_timer_start(&req->op_timer, on_op_timer, ms, 0);
 }
 

@@ -60,7 +60,8 @@ struct hf_request {
     int open_handles;
     void *ctx;
     void (*ctx_free)(void *ctx);
-    void (*op_timer_cb)(struct hf_request *req);
+    void (*op_timer_cb)(void *arg);
+    void *op_timer_arg;
     uv_timer_t deadline;
     uv_timer_t op_timer;
 };
@@ -101,10 +102,10 @@ void *hf_request_context(struct hf_request *req, size_t size, void (*free_fn)(vo
 void hf_request_op_start(struct hf_request *req);
 /* The op's last callback has run: nothing of it is pending any more. */
 void hf_request_op_done(struct hf_request *req);
-/* The request's op timer: cb runs once after ms unless stopped; only while
- * the op is started. Starting it again re-arms it. */
-void hf_request_timer_start(struct hf_request *req, uint64_t ms,
-                            void (*cb)(struct hf_request *req));
+/* The request's op timer: cb(arg) runs once after ms unless stopped; only
+ * while the op is started. Starting it again re-arms it. */
+void hf_request_timer_start(struct hf_request *req, uint64_t ms, void (*cb)(void *arg),
+                            void *arg);
 void hf_request_timer_stop(struct hf_request *req);
 
 /* Record a token's fingerprint for the log line (never the token). */

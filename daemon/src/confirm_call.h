@@ -1,0 +1,74 @@
+/* confirm_call.h - what Confirm and Cancel share: the op's context (a claim
+ * call), the checks, the one statement with its result handling (refused,
+ * not sent, in doubt -> confirm_resolve.c), and the answer from the
+ * database's decision. Each op supplies what happens after an OK. */
+#ifndef HF_CONFIRM_CALL_H
+#define HF_CONFIRM_CALL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "confirm_outcome.h"
+#include "confirm_resolve.h"
+#include "ops_common.h"
+
+struct claim_call;
+
+struct claim_kind {
+    const char *word; /* "confirm" | "cancel": SQL op name, logs */
+    /* The database said OK (new, replayed or resolved): answer, update
+     * Redis if needed, and end with hf_claim_done. */
+    void (*on_ok)(struct claim_call *cc);
+    /* What follows when the Redis update after a commit fails (for the log). */
+    const char *if_update_fails;
+};
+
+/* One Confirm or Cancel: the op's context. */
+struct claim_call {
+    struct hf_target target;
+    struct hf_request *req;
+    struct hf_target *t; /* &target */
+    const struct claim_kind *kind;
+    const char *token;   /* Confirm: borrowed from the request; Redis only */
+    uint64_t fence;
+    const char *key;
+    const char *reference;
+    const char *payload;
+    size_t payload_len;
+    char *ids_array;     /* the ids as a PostgreSQL text[] literal */
+    bool hold_ours;      /* confirm_check passed: ours to mark after a commit */
+    long long hold_state; /* confirm_check's code when the hold was gone */
+    long long hold_index;
+    struct hf_keyset *clear_keys; /* Cancel: keys of the cancelled ids */
+    struct hf_outcome out;
+    struct hf_resolve resolve;
+};
+
+/* The context, with its target parsed. NULL: the request has been answered. */
+struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_kind *kind,
+                                   const char *ns, const char *partition, char **ids,
+                                   size_t n_ids);
+/* What both need: a confirmable namespace, PostgreSQL, a valid key and
+ * reference. false: the request has been answered. */
+bool hf_claim_check(struct claim_call *cc, const char *key, const char *reference);
+/* Checks passed: the op starts, and from here every path ends in
+ * hf_claim_done. false: the request has been answered. */
+bool hf_claim_start(struct claim_call *cc);
+void hf_claim_done(struct claim_call *cc);
+
+/* Lock waits inside the SQL function end by then (ms), so a blocked call
+ * rolls back cleanly inside the request's deadline. */
+uint32_t hf_claim_lock_budget(const struct claim_call *cc);
+/* Run the op's statement; its result is settled by hf_claim_settle. */
+void hf_claim_run(struct claim_call *cc, const char *sql, int nparams, const char *const *values,
+                  const int *lengths, const int *formats);
+/* Answer from cc->out (the database's decision). */
+void hf_claim_settle(struct claim_call *cc);
+
+/* The timeout for a Redis call after the database decided; with too little
+ * time left *answer_first says to answer before sending it. */
+uint32_t hf_claim_after_timeout(struct claim_call *cc, bool *answer_first);
+/* That Redis call failed: logged and counted, never an error. */
+void hf_claim_after_failed(struct claim_call *cc, const char *why);
+
+#endif
