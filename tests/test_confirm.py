@@ -4,6 +4,7 @@ idempotency, cancel history, migrations, least privilege, pruning, the
 
 The failure paths (concurrency, Redis/PostgreSQL outages, in-doubt commits,
 slow database) are in test_confirm_failures.py."""
+import os
 import random
 import threading
 import time
@@ -33,6 +34,9 @@ def cdaemon(pgdb, make_daemon):
 def cclient(cdaemon):
     with Client(cdaemon.socket) as c:
         yield c
+
+MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "daemon",
+                              "sql", "migrations")
 
 
 def test_confirm_claims_every_id_and_marks_the_hold(pgdb, cdaemon, cclient, redis):
@@ -131,7 +135,7 @@ def test_idempotency_key_reused_with_a_different_request_writes_nothing(pgdb, cc
     assert pgdb.dump() == before
 
 
-def test_a_lost_hold_is_hold_lost_and_writes_nothing(pgdb, cdaemon, cclient):
+def test_a_lost_hold_is_hold_lost_claims_nothing_and_keeps_its_key(pgdb, cdaemon, cclient):
     token, _ = hold_token(cclient, "seat", "run-6", ["1", "2"], ttl_ms=30)
     time.sleep(0.2)
     r = confirm(cclient, "seat", "run-6", ["1", "2"], token, "k6")
@@ -140,9 +144,16 @@ def test_a_lost_hold_is_hold_lost_and_writes_nothing(pgdb, cdaemon, cclient):
     r = confirm(cclient, "seat", "run-6", ["2"], token, "k6b")
     assert code_name(r.code) == "HOLD_LOST" and "held by another" in r.message
     assert pgdb.value("SELECT count(*) FROM holdfast.claims") == "0"
-    assert pgdb.value("SELECT count(*) FROM holdfast.idempotency") == "0"
     assert pgdb.value("SELECT count(*) FROM holdfast.fences") == "0"
-    cdaemon.wait_log("db=none")
+    # The answer is final: both keys keep HOLD_LOST, so no later attempt with
+    # them can commit, even with a fresh hold.
+    assert pgdb.value("SELECT string_agg(code, ',' ORDER BY key) FROM holdfast.idempotency"
+                      " WHERE key IN ('k6', 'k6b')") == "HOLD_LOST,HOLD_LOST"
+    cdaemon.wait_log("db=lost")
+    fresh, _ = hold_token(cclient, "seat", "run-6", ["1"])
+    r = confirm(cclient, "seat", "run-6", ["1", "2"], fresh, "k6")
+    assert code_name(r.code) == "HOLD_LOST" and "replayed" in r.message
+    assert pgdb.value("SELECT count(*) FROM holdfast.claims") == "0"
 
 
 def test_requests_are_validated_before_anything_happens(pgdb, cclient):
@@ -226,7 +237,8 @@ def test_migrate_twice_and_readiness_follows_the_schema(make_daemon):
         assert second.returncode == 0, second.stderr
         assert "up to date" in second.stdout and "applied" not in second.stdout
         rows = c.admin("SELECT version, name FROM holdfast.schema_migrations ORDER BY 1", name)
-        assert [r[1] for r in rows] == ["0001_schema", "0002_functions"]
+        shipped = sorted(f[:-4] for f in os.listdir(MIGRATIONS_DIR) if f.endswith(".sql"))
+        assert [r[1] for r in rows] == shipped and shipped[:2] == ["0001_schema", "0002_functions"]
 
         # The daemon notices without a restart.
         d.wait_ready(timeout=15)

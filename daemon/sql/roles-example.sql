@@ -48,6 +48,7 @@ DECLARE
 BEGIN
     FOREACH f IN ARRAY ARRAY[
         'holdfast.confirm(text, text, text[], bigint, text, text, bytea, integer)',
+        'holdfast.confirm_gone(text, text, text[], text, text, bytea, text, text, integer)',
         'holdfast.cancel(text, text, text[], text, text, integer)',
         'holdfast.lookup(text, text, text, text, text[], text, bytea)',
         'holdfast.resolve(text, text, text, text, text[], text, bytea, integer, bigint, integer)',

@@ -133,6 +133,20 @@ void hf_claim_settle(struct claim_call *cc) {
                         "'%s' was seen with a newer fence (%" PRId64 ") than this hold's%s",
                         id ? id : "?", o->n ? o->rows[0].fence : 0, again);
         break;
+    case HF_OUT_HOLD_LOST:
+        req->db_outcome = o->replayed ? "replay" : "lost";
+        hf_request_fail(req, HF_CODE(HOLD_LOST), NULL, id,
+                        "'%s' %s%s; this idempotency key keeps this answer", id ? id : "?",
+                        cc->gone_why && !o->replayed ? cc->gone_why
+                                                     : "is no longer held by this token",
+                        again);
+        break;
+    case HF_OUT_CONFIRMED:
+        req->db_outcome = o->replayed ? "replay" : "lost";
+        hf_request_fail(req, HF_CODE(CONFIRMED), NULL, id,
+                        "'%s' is already confirmed%s; this idempotency key keeps this answer",
+                        id ? id : "?", again);
+        break;
     case HF_OUT_MISMATCH:
         req->db_outcome = "rollback";
         hf_request_fail(req, HF_CODE(IDEMPOTENCY_MISMATCH), "idempotency_key", NULL,

@@ -37,8 +37,7 @@ struct claim_call {
     size_t payload_len;
     char *ids_array;     /* the ids as a PostgreSQL text[] literal */
     bool hold_ours;      /* confirm_check passed: ours to mark after a commit */
-    long long hold_state; /* confirm_check's code when the hold was gone */
-    long long hold_index;
+    const char *gone_why; /* Confirm, hold gone: why, for a first HOLD_LOST answer */
     struct hf_keyset *clear_keys; /* Cancel: keys of the cancelled ids */
     struct hf_outcome out;
     struct hf_resolve resolve;

@@ -22,6 +22,7 @@ bool hf_outcome_parse(const PGresult *res, struct hf_outcome *o) {
         enum hf_outcome_code code;
     } codes[] = {{"OK", HF_OUT_OK},         {"CONFLICT", HF_OUT_CONFLICT},
                  {"STALE", HF_OUT_STALE},   {"IDEMPOTENCY_MISMATCH", HF_OUT_MISMATCH},
+                 {"HOLD_LOST", HF_OUT_HOLD_LOST}, {"CONFIRMED", HF_OUT_CONFIRMED},
                  {"ABSENT", HF_OUT_ABSENT}, {"UNKNOWN", HF_OUT_UNKNOWN}};
     const char *code = PQgetvalue(res, 0, 0);
     size_t k = 0;

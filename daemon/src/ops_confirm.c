@@ -6,8 +6,9 @@
  * (one statement, one transaction: idempotency, fence check, claims) ->
  * owner-checked mark (or release) of the hold -> answer from the database's
  * result. A failed mark never changes that answer.
- * Hold gone -> holdfast.lookup() first: a retry of a confirm that already
- * committed gets its stored result, not HOLD_LOST.
+ * Hold gone -> holdfast.confirm_gone(): the key is bound to HOLD_LOST (or
+ * CONFIRMED) for good, unless an earlier attempt with it has a result, which
+ * is then replayed; either way no later attempt can commit under the key.
  * The statement's result, in doubt or not, is handled by confirm_call.c.
  *
  * The token goes to Redis only: PostgreSQL gets the fence, never the token. */
@@ -26,8 +27,9 @@
 static const char SQL_CONFIRM[] =
     "SELECT " HF_OUTCOME_COLUMNS " FROM holdfast.confirm($1, $2, $3::text[], $4::bigint, $5, $6,"
     " $7::bytea, $8::integer)";
-static const char SQL_LOOKUP[] =
-    "SELECT " HF_OUTCOME_COLUMNS " FROM holdfast.lookup($1, $2, $3, $4, $5::text[], $6, $7::bytea)";
+static const char SQL_CONFIRM_GONE[] =
+    "SELECT " HF_OUTCOME_COLUMNS " FROM holdfast.confirm_gone($1, $2, $3::text[], $4, $5,"
+    " $6::bytea, $7, $8, $9::integer)";
 
 static void answer_confirmed(struct claim_call *cc) {
     struct hf_request *req = cc->req;
@@ -139,60 +141,28 @@ static void run_confirm(struct claim_call *cc) {
     hf_claim_run(cc, SQL_CONFIRM, 8, values, lengths, formats);
 }
 
-/* ---- the hold is gone: did this confirm already commit? ---- */
+/* ---- the hold is gone ---- */
 
-static void answer_hold_gone(struct claim_call *cc) {
+/* Bind the key to HOLD_LOST (or CONFIRMED) unless an earlier attempt with
+ * it has a result: holdfast.confirm_gone() waits for any attempt that has
+ * bound the key and not finished, so this answer is final either way
+ * (docs/confirm.md, "Every answer is final"). */
+static void run_confirm_gone(struct claim_call *cc, long long state, long long index) {
     struct hf_request *req = cc->req;
-    long long i = cc->hold_index;
-    const char *id = i >= 1 && (size_t)i <= cc->t->n_ids ? cc->t->ids[i - 1] : NULL;
-    if (cc->hold_state == HF_SC_CONFIRMED)
-        hf_request_fail(req, HF_CODE(CONFIRMED), NULL, id, "'%s' is already confirmed", id ? id : "?");
-    else if (cc->hold_state == HF_SC_HELD_BY_ANOTHER)
-        hf_request_fail(req, HF_CODE(HOLD_LOST), NULL, id,
-                        "'%s' is held by another token: this hold was lost", id ? id : "?");
-    else
-        hf_request_fail(req, HF_CODE(HOLD_LOST), NULL, id,
-                        "'%s' is no longer held by this token (expired or released)",
-                        id ? id : "?");
-}
-
-static void on_lookup_result(void *privdata, const struct hf_pg_result *r) {
-    struct claim_call *cc = privdata;
-    struct hf_request *req = cc->req;
-    if (r->status != HF_PG_OK || !hf_outcome_parse(r->res, &cc->out) || cc->out.code == HF_OUT_UNKNOWN) {
-        /* HOLD_LOST would be a lie if an earlier attempt committed. */
-        req->db_outcome = "unknown";
-        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
-                        "the hold is gone and postgres could not say whether this confirm "
-                        "already committed (%s); retry with the same idempotency key",
-                        r->status == HF_PG_OK ? "unexpected result" : r->message);
-        hf_claim_done(cc);
-        return;
-    }
-    if (cc->out.code == HF_OUT_ABSENT) {
-        req->db_outcome = "none";
-        answer_hold_gone(cc);
-        hf_claim_done(cc);
-        return;
-    }
-    hf_claim_settle(cc); /* a replay of the stored result, or a mismatch */
-}
-
-static void run_lookup(struct claim_call *cc) {
-    struct hf_request *req = cc->req;
-    const char *values[7] = {"confirm", cc->t->ns->name, cc->key, req->partition, cc->ids_array,
-                             cc->reference, cc->payload};
-    int lengths[7] = {0, 0, 0, 0, 0, 0, (int)cc->payload_len};
-    int formats[7] = {0, 0, 0, 0, 0, 0, 1};
-    int rc = hf_pg_query(req->d->pg, SQL_LOOKUP, 7, values, lengths, formats,
-                         hf_request_remaining_ms(req), on_lookup_result, cc);
-    if (rc != 0) {
-        req->db_outcome = "unknown";
-        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
-                        "the hold is gone and postgres is not connected to say whether this "
-                        "confirm already committed; retry with the same idempotency key");
-        hf_claim_done(cc);
-    }
+    const char *id = index >= 1 && (size_t)index <= cc->t->n_ids ? cc->t->ids[index - 1]
+                                                                   : cc->t->ids[0];
+    const char *code = state == HF_SC_CONFIRMED ? "CONFIRMED" : "HOLD_LOST";
+    cc->gone_why = state == HF_SC_HELD_BY_ANOTHER
+                       ? "is held by another token: this hold was lost"
+                       : "is no longer held by this token (expired or released)";
+    char lock[16];
+    snprintf(lock, sizeof lock, "%u", hf_claim_lock_budget(cc));
+    const char *values[9] = {cc->t->ns->name, req->partition, cc->ids_array, cc->key,
+                             cc->reference,   cc->payload,    code,          id,
+                             lock};
+    int lengths[9] = {0, 0, 0, 0, 0, (int)cc->payload_len, 0, 0, 0};
+    int formats[9] = {0, 0, 0, 0, 0, 1, 0, 0, 0};
+    hf_claim_run(cc, SQL_CONFIRM_GONE, 9, values, lengths, formats);
 }
 
 /* ---- Redis: is the hold still ours? ---- */
@@ -227,9 +197,7 @@ static void on_check_reply(void *privdata, enum hf_redis_status status, redisRep
         run_confirm(cc);
         return;
     }
-    cc->hold_state = code;
-    cc->hold_index = hf_reply_int(r, 1);
-    run_lookup(cc);
+    run_confirm_gone(cc, code, hf_reply_int(r, 1));
 }
 
 void hf_op_confirm(struct hf_request *req) {
