@@ -388,6 +388,46 @@ static void fatal_sends_its_error_after_what_is_queued_then_closes(void **state)
     assert_string_equal(fx->events, "co");
 }
 
+/* server.c starts every accepted connection after on_accept, and main's
+ * on_accept may already have called hf_conn_fatal (out of memory). Once
+ * fatal, the connection must stay deaf until its error frame is out.
+ *
+ * FAILS: conn.c bug. hf_conn_start (conn.c:79-84) checks `closing` and
+ * `reading` but not `close_after_write`, so it restarts reading after
+ * hf_conn_fatal (on_write's resume, conn.c:123-127, calls it too, so a
+ * fatal that comes while reading is paused for writes can be undone the
+ * same way). process_frames
+ * then leaves the bytes in the buffer (its loop stops on close_after_write),
+ * the buffer fills to max_frame_bytes + 4, on_alloc hands libuv an empty
+ * buffer, on_read gets UV_ENOBUFS and closes at once: the queued answers
+ * and the error frame are cancelled and the client sees a reset instead. */
+static void fatal_stays_deaf_even_if_started_again(void **state) {
+    struct fx *fx = *state;
+    size_t queued = 4u << 20; /* larger than the socket buffer: the client must read */
+    uint8_t *answer = calloc(1, queued);
+    assert_non_null(answer);
+    hf_conn_send(fx->conn, answer, queued);
+    hf_conn_fatal(fx->conn, HF_CODE(RESOURCE_EXHAUSTED), "out of memory");
+    hf_conn_start(fx->conn); /* as server.c does after on_accept */
+    static const uint8_t zeros[MAX_FRAME];
+    static uint8_t more[3 * (HF_FRAME_HEADER + MAX_FRAME)];
+    for (size_t off = 0; off < sizeof more; off += HF_FRAME_HEADER + MAX_FRAME)
+        put_frame(more + off, zeros, MAX_FRAME);
+    peer_write(fx, more, sizeof more);
+    for (int i = 0; i < 100; i++) uv_run(&fx->loop, UV_RUN_NOWAIT);
+    assert_string_equal(fx->events, ""); /* still writing to the client */
+    assert_int_equal(unread(fx), (int)sizeof more);
+
+    /* All of it arrives; the end may be a reset, since the frames sent
+     * after the error were never read. */
+    RUN_UNTIL(fx, fx->peer_eof);
+    size_t off = queued;
+    hf_response_msg *r = peer_response(fx, &off);
+    assert_int_equal(r->code, HF_CODE(RESOURCE_EXHAUSTED));
+    hf_response_msg_free(r);
+    assert_int_equal(off, fx->peer_len);
+}
+
 #define BIG_ANSWER (9u << 20) /* more than the write queue may hold (8 MiB) */
 
 /* The client sends `stream`; the sink answers its first frame with
@@ -443,6 +483,7 @@ int main(void) {
         T(fatal_sends_its_error_after_what_is_queued_then_closes),
         T(a_client_that_does_not_read_its_answers_is_not_read_from),
         T(frames_read_before_a_pause_are_delivered_on_resume),
+        T(fatal_stays_deaf_even_if_started_again),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
