@@ -77,7 +77,9 @@ static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out) {
 }
 
 void hf_conn_start(struct hf_conn *conn) {
-    if (conn->closing || conn->reading) return;
+    /* After a fatal answer nothing more is read: the connection only waits
+     * for its queued writes, then closes. */
+    if (conn->closing || conn->reading || conn->close_after_write) return;
     if (uv_read_start((uv_stream_t *)&conn->pipe, on_alloc, on_read) == 0) conn->reading = true;
     /* Frames that arrived while reading was paused. */
     if (conn->len > 0) process_frames(conn);
