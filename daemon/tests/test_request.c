@@ -91,14 +91,15 @@ static bool op_begin(struct hf_request *req) {
     return true;
 }
 
-static void later_fired(struct hf_request *req) {
+static void later_fired(void *arg) {
+    struct hf_request *req = arg;
     fx_of(req)->later_fired++;
     answer(req, HF_CODE(OK));
     hf_request_op_done(req);
 }
 
 static void op_later(struct hf_request *req) {
-    if (op_begin(req)) hf_request_timer_start(req, LATER_DELAY_MS, later_fired);
+    if (op_begin(req)) hf_request_timer_start(req, LATER_DELAY_MS, later_fired, req);
 }
 
 static void op_stuck(struct hf_request *req) {
