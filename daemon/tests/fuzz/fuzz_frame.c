@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "frame.h"
+#include "ops_table.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,7 +18,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (st != HF_FRAME_READY) break;
         hf_request_msg *msg = hf_frame_unpack_request(data + off + HF_FRAME_HEADER, payload);
         if (msg) {
-            (void)hf_op_name(hf_op_of(msg->method_case));
+            /* Every method case maps to one row (or the unknown row). */
+            const struct hf_op_table *t = hf_ops_table();
+            size_t i = 0;
+            while (i + 1 < t->n && t->ops[i].method != (int)msg->method_case) i++;
+            if (!t->ops[i].name) abort();
             size_t len;
             uint8_t *again = hf_frame_pack_request(msg, &len);
             hf_request_msg_free(msg);
