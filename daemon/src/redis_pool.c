@@ -10,6 +10,7 @@
 #include "backoff.h"
 #include "log.h"
 #include "metrics.h"
+#include "resp.h"
 
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
@@ -112,9 +113,8 @@ static void on_call_timeout(uv_timer_t *t) {
         hf_redis_conn_reset(conn, "silent past a call's deadline");
 }
 
-int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
-                          const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
-                          void *privdata) {
+int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
+                                 uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
     if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP)) return -ENOTCONN;
     struct call *call = calloc(1, sizeof *call);
     if (!call) return -ENOMEM;
@@ -122,7 +122,7 @@ int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **arg
     call->cb = cb;
     call->privdata = privdata;
     call->sent_ms = uv_now(conn->pool->loop);
-    if (redisAsyncCommandArgv(conn->ac, on_reply, call, argc, argv, argvlen) != REDIS_OK) {
+    if (redisAsyncFormattedCommand(conn->ac, on_reply, call, cmd, len) != REDIS_OK) {
         free(call);
         return -EIO;
     }
@@ -131,6 +131,24 @@ int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **arg
     call->timer.data = call;
     uv_timer_start(&call->timer, on_call_timeout, timeout_ms ? timeout_ms : 1, 0);
     return 0;
+}
+
+int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
+                          const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
+                          void *privdata) {
+    /* hiredis reads the command's name: there must be one. */
+    if (argc < 1) return -EINVAL;
+    /* Most commands fit on the stack; FUNCTION LOAD and the like do not. */
+    char stack[512];
+    size_t len = hf_resp_format_argv(stack, sizeof stack, argc, argv, argvlen);
+    if (len < sizeof stack)
+        return hf_redis_conn_send_formatted(conn, stack, len, timeout_ms, cb, privdata);
+    char *heap = malloc(len + 1);
+    if (!heap) return -ENOMEM;
+    hf_resp_format_argv(heap, len + 1, argc, argv, argvlen);
+    int rc = hf_redis_conn_send_formatted(conn, heap, len, timeout_ms, cb, privdata);
+    free(heap);
+    return rc;
 }
 
 struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool) {
