@@ -57,16 +57,17 @@ struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool);
  * so cmd need not outlive the call. 0, or a negative errno-style code when
  * the command could not be queued (then cb is never called). */
 int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
-                                 uint32_t timeout_ms, hf_redis_cb *cb, void *privdata);
+                                 uint32_t timeout_ms, hf_redis_cb *cb, void *privdata)
+    __attribute__((warn_unused_result));
 /* The same for an argv (argvlen NULL: NUL-terminated strings; argc >= 1),
  * formatted once by resp.c: for set-up and other one-off commands. */
 int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
                           const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
-                          void *privdata);
+                          void *privdata) __attribute__((warn_unused_result));
 /* Pick a connection and send an argv; -ENOTCONN when none is ready. */
 int hf_redis_pool_command(struct hf_redis_pool *pool, int argc, const char **argv,
                           const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
-                          void *privdata);
+                          void *privdata) __attribute__((warn_unused_result));
 
 /* End of set-up: ok=true makes the connection available; false resets it. */
 void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok);
