@@ -29,7 +29,8 @@ static void check_argv(int argc, const char **argv, const size_t *argvlen) {
 
     /* Piece by piece, sized by the size functions. */
     size_t size = hf_resp_header_size((size_t)argc);
-    for (int i = 0; i < argc; i++) size += hf_resp_bulk_size(argvlen ? argvlen[i] : strlen(argv[i]));
+    for (int i = 0; i < argc; i++)
+        size += hf_resp_bulk_size(argvlen ? argvlen[i] : strlen(argv[i]));
     cmd = hf_resp_cmd_new((size_t)argc, size);
     assert_non_null(cmd);
     for (int i = 0; i < argc; i++) {
