@@ -1,5 +1,7 @@
-/* scripts.c - loads the Functions library on every connection and picks the
- * call path; re-sends a call as EVAL when the server lost the code. */
+/* scripts.c - the Redis front end: loads the Functions library on every
+ * connection and picks the call path; formats every command once (resp.c)
+ * and hands the bytes to the pool or the cluster; re-sends a call as EVAL
+ * when the server lost the code. */
 #include "scripts.h"
 
 #include <errno.h>
