@@ -9,6 +9,7 @@
 #include "cluster_slots.h"
 #include "log.h"
 #include "metrics.h"
+#include "resp.h"
 
 #define REFRESH_MIN_INTERVAL_MS 100 /* at most ten CLUSTER SLOTS a second */
 #define REFRESH_WHILE_DOWN_MS 1000  /* and one a second while not usable */
@@ -86,9 +87,7 @@ struct ccall {
     bool waiting;
     char target[HF_CLUSTER_ADDR_MAX]; /* "" = the slot's owner in the map */
     uv_timer_t timer;
-    int argc;
-    const char **argv;
-    size_t *argvlen;
+    struct hf_resp_cmd *cmd; /* a reference, for the re-sends */
 };
 
 static void request_refresh(struct hf_redis_cluster *c);
@@ -384,7 +383,12 @@ static void note_moved(struct hf_redis_cluster *c, unsigned slot, const char *ad
 
 /* ---- routed calls ---- */
 
-static void on_ccall_closed(uv_handle_t *h) { free(h->data); }
+static void ccall_free(struct ccall *cc) {
+    hf_resp_cmd_unref(cc->cmd);
+    free(cc);
+}
+
+static void on_ccall_closed(uv_handle_t *h) { ccall_free(h->data); }
 
 static void ccall_unwait(struct ccall *cc) {
     if (!cc->waiting) return;
@@ -399,7 +403,7 @@ static void ccall_finish(struct ccall *cc, enum hf_redis_status status, redisRep
     ccall_unwait(cc);
     cc->cb(cc->privdata, status, r);
     if (cc->timer_used) uv_close((uv_handle_t *)&cc->timer, on_ccall_closed);
-    else free(cc);
+    else ccall_free(cc);
 }
 
 static void on_ccall_reply(void *privdata, enum hf_redis_status status, redisReply *r);
@@ -427,12 +431,12 @@ static int ccall_send(struct ccall *cc, struct hf_redis_conn *conn) {
     if (cc->asking) {
         /* ASKING holds for the next command on this connection only, and
          * nothing can come between the two: one loop, one queue. */
-        const char *argv[] = {"ASKING"};
-        int rc = hf_redis_conn_command(conn, 1, argv, NULL, left, on_asking_reply, NULL);
+        int rc = hf_redis_conn_send_formatted(conn, HF_RESP_ASKING, sizeof HF_RESP_ASKING - 1,
+                                              left, on_asking_reply, NULL);
         if (rc != 0) return rc;
     }
-    int rc = hf_redis_conn_command(conn, cc->argc, cc->argv, cc->argvlen, left, on_ccall_reply,
-                                   cc);
+    int rc = hf_redis_conn_send_formatted(conn, cc->cmd->buf, cc->cmd->len, left,
+                                          on_ccall_reply, cc);
     if (rc == 0) {
         cc->conn = conn;
         if (cc->used) *cc->used = conn;
@@ -529,9 +533,10 @@ static void on_ccall_reply(void *privdata, enum hf_redis_status status, redisRep
 
 int hf_redis_cluster_command(struct hf_redis_cluster *c, struct hf_redis_conn *first,
                              struct hf_redis_conn **used, const char *key, size_t keylen,
-                             int argc, const char **argv, const size_t *argvlen,
-                             uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
+                             struct hf_resp_cmd *cmd, uint32_t timeout_ms, hf_redis_cb *cb,
+                             void *privdata) {
     if (c->closing) return -ENOTCONN;
+    if (!hf_resp_cmd_complete(cmd)) return -EINVAL;
     unsigned slot = hf_cluster_keyslot(key, keylen);
     struct node *owner = c->slots[slot];
     struct hf_redis_conn *conn = first ? first : owner ? hf_redis_pool_pick(owner->pool) : NULL;
@@ -540,30 +545,18 @@ int hf_redis_cluster_command(struct hf_redis_cluster *c, struct hf_redis_conn *f
         request_refresh(c);
         return -ENOTCONN;
     }
-    size_t bytes = 0;
-    for (int i = 0; i < argc; i++) bytes += argvlen ? argvlen[i] : strlen(argv[i]);
-    struct ccall *cc = malloc(sizeof *cc + (size_t)argc * (sizeof(char *) + sizeof(size_t)) + bytes);
+    struct ccall *cc = calloc(1, sizeof *cc);
     if (!cc) return -ENOMEM;
-    memset(cc, 0, sizeof *cc);
     cc->c = c;
     cc->cb = cb;
     cc->privdata = privdata;
     cc->used = used;
     cc->slot = slot;
     cc->deadline_ms = uv_now(c->loop) + (timeout_ms ? timeout_ms : 1);
-    cc->argc = argc;
-    cc->argv = (const char **)(cc + 1);
-    cc->argvlen = (size_t *)(cc->argv + argc);
-    char *p = (char *)(cc->argvlen + argc);
-    for (int i = 0; i < argc; i++) {
-        size_t len = argvlen ? argvlen[i] : strlen(argv[i]);
-        memcpy(p, argv[i], len);
-        cc->argv[i] = p;
-        cc->argvlen[i] = len;
-        p += len;
-    }
+    /* The bytes as formatted by the caller, not a copy. */
+    cc->cmd = hf_resp_cmd_ref(cmd);
     int rc = ccall_send(cc, conn);
-    if (rc != 0) free(cc);
+    if (rc != 0) ccall_free(cc);
     return rc;
 }
 

@@ -12,6 +12,7 @@
 #include "redis_pool.h"
 
 struct hf_redis_cluster;
+struct hf_resp_cmd;
 
 struct hf_redis_cluster_options {
     const char *const *seeds; /* "host:port" or "unix:/path": asked for the slot map */
@@ -36,21 +37,23 @@ struct hf_redis_cluster *hf_redis_cluster_create(uv_loop_t *loop,
 struct hf_redis_conn *hf_redis_cluster_pick(struct hf_redis_cluster *c, const char *key,
                                             size_t keylen);
 
-/* Send a command about `key` (argv is copied) to `first`, or when that is
- * NULL to a ready connection of the slot's owner. MOVED (the map is
- * corrected and refreshed) and ASK (ASKING first, map unchanged) re-send the
- * command to the node named, a few times and only within timeout_ms;
- * TRYAGAIN (a multi-key call while its slot migrates) is re-sent after a
- * short pause within the same bound. All three are refused before the
- * command runs, so re-sending is safe. On every send *used (when not NULL)
- * is set to the connection used, so a caller can follow a write with WAIT on
- * the connection that made it; it must stay valid until cb has run. Any
- * other reply, CLUSTERDOWN included, goes to cb as is. 0, or -ENOTCONN /
- * -ENOMEM when nothing was sent (cb is then never called). */
+/* Send a formatted command (resp.h) about `key` to `first`, or when that
+ * is NULL to a ready connection of the slot's owner; the cluster keeps a
+ * reference to cmd for as long as it may re-send it (the caller keeps its
+ * own). MOVED (the map is corrected and refreshed) and ASK (ASKING first,
+ * map unchanged) re-send the command to the node named, a few times and only
+ * within timeout_ms; TRYAGAIN (a multi-key call while its slot migrates) is
+ * re-sent after a short pause within the same bound. All three are refused
+ * before the command runs, so re-sending is safe. On every send *used (when
+ * not NULL) is set to the connection used, so a caller can follow a write
+ * with WAIT on the connection that made it; it must stay valid until cb has
+ * run. Any other reply, CLUSTERDOWN included, goes to cb as is. 0, or
+ * -ENOTCONN / -ENOMEM / -EINVAL (cmd incomplete) when nothing was sent (cb
+ * is then never called). */
 int hf_redis_cluster_command(struct hf_redis_cluster *c, struct hf_redis_conn *first,
                              struct hf_redis_conn **used, const char *key, size_t keylen,
-                             int argc, const char **argv, const size_t *argvlen,
-                             uint32_t timeout_ms, hf_redis_cb *cb, void *privdata);
+                             struct hf_resp_cmd *cmd, uint32_t timeout_ms, hf_redis_cb *cb,
+                             void *privdata) __attribute__((warn_unused_result));
 
 /* Slot map complete and every primary in it has a ready connection. */
 bool hf_redis_cluster_ready(const struct hf_redis_cluster *c);

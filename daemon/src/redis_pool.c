@@ -4,12 +4,14 @@
 #include <errno.h>
 #include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backoff.h"
 #include "log.h"
 #include "metrics.h"
+#include "resp.h"
 
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
@@ -26,6 +28,8 @@ struct hf_redis_conn {
     unsigned pending;
     uint64_t last_reply_ms;
     bool ever_ready;
+    bool in_connect_cb;         /* inside on_connect (see conn_reset) */
+    const char *deferred_reset; /* why, while a reset waits for the loop */
 };
 
 struct hf_redis_pool {
@@ -41,6 +45,7 @@ struct hf_redis_pool {
     void *ud;
     bool closing;
     bool first_setup_done;
+    bool login_failure_logged; /* said once per outage: until a connection is ready */
     unsigned ready;
     unsigned open_timers;
     unsigned n;
@@ -112,17 +117,17 @@ static void on_call_timeout(uv_timer_t *t) {
         hf_redis_conn_reset(conn, "silent past a call's deadline");
 }
 
-int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
-                          const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
-                          void *privdata) {
-    if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP)) return -ENOTCONN;
+int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
+                                 uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
+    if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP) || conn->deferred_reset)
+        return -ENOTCONN;
     struct call *call = calloc(1, sizeof *call);
     if (!call) return -ENOMEM;
     call->conn = conn;
     call->cb = cb;
     call->privdata = privdata;
     call->sent_ms = uv_now(conn->pool->loop);
-    if (redisAsyncCommandArgv(conn->ac, on_reply, call, argc, argv, argvlen) != REDIS_OK) {
+    if (redisAsyncFormattedCommand(conn->ac, on_reply, call, cmd, len) != REDIS_OK) {
         free(call);
         return -EIO;
     }
@@ -131,6 +136,24 @@ int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **arg
     call->timer.data = call;
     uv_timer_start(&call->timer, on_call_timeout, timeout_ms ? timeout_ms : 1, 0);
     return 0;
+}
+
+int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
+                          const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
+                          void *privdata) {
+    /* hiredis reads the command's name: there must be one. */
+    if (argc < 1) return -EINVAL;
+    /* Most commands fit on the stack; FUNCTION LOAD and the like do not. */
+    char stack[512];
+    size_t len = hf_resp_format_argv(stack, sizeof stack, argc, argv, argvlen);
+    if (len < sizeof stack)
+        return hf_redis_conn_send_formatted(conn, stack, len, timeout_ms, cb, privdata);
+    char *heap = malloc(len + 1);
+    if (!heap) return -ENOMEM;
+    hf_resp_format_argv(heap, len + 1, argc, argv, argvlen);
+    int rc = hf_redis_conn_send_formatted(conn, heap, len, timeout_ms, cb, privdata);
+    free(heap);
+    return rc;
 }
 
 struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool) {
@@ -157,25 +180,48 @@ const char *hf_redis_pool_address(const struct hf_redis_pool *pool) { return poo
 
 struct hf_redis_pool *hf_redis_conn_pool(const struct hf_redis_conn *conn) { return conn->pool; }
 
+static void conn_reset(struct hf_redis_conn *conn, const char *why, bool quiet);
+
 void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok) {
     if (conn->state != C_SETUP) return;
     if (!ok) {
-        hf_redis_conn_reset(conn, "set-up failed");
+        conn_reset(conn, "set-up failed", false);
         return;
     }
+    if (conn->deferred_reset) return; /* going down already */
     if (conn->ever_ready) hf_metrics_inc(HF_C_REDIS_RECONNECTS);
     conn->ever_ready = true;
     conn->failures = 0;
+    conn->pool->login_failure_logged = false;
     log_info("redis: connection %u ready (%s)", conn->index, conn->pool->address);
     set_state(conn, C_READY);
 }
 
-void hf_redis_conn_reset(struct hf_redis_conn *conn, const char *why) {
+static void on_deferred_reset(uv_timer_t *t) {
+    struct hf_redis_conn *conn = t->data;
+    const char *why = conn->deferred_reset;
+    conn->deferred_reset = NULL;
+    if (why) conn_reset(conn, why, true); /* said when it was deferred */
+}
+
+/* quiet: the caller has said why already. */
+static void conn_reset(struct hf_redis_conn *conn, const char *why, bool quiet) {
     redisAsyncContext *ac = conn->ac;
     /* IDLE with a context: a free is already under way (deferred by hiredis
      * until its current callback returns). */
-    if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED) return;
-    log_warn("redis: resetting connection %u to %s: %s", conn->index, conn->pool->address, why);
+    if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED || conn->deferred_reset) return;
+    if (!quiet)
+        log_warn("redis: resetting connection %u to %s: %s", conn->index, conn->pool->address,
+                 why);
+    if (conn->in_connect_cb) {
+        /* hiredis 0.14 frees a context at once outside a reply callback, yet
+         * goes on using it after on_connect returns: reset from the loop.
+         * The connection timer is idle while connected; until it fires the
+         * connection takes no command and is not made ready. */
+        conn->deferred_reset = why;
+        uv_timer_start(&conn->timer, on_deferred_reset, 0, 0);
+        return;
+    }
     bool connected = conn->state == C_SETUP || conn->state == C_READY;
     set_state(conn, C_IDLE);
     if (connected) {
@@ -189,13 +235,63 @@ void hf_redis_conn_reset(struct hf_redis_conn *conn, const char *why) {
     }
 }
 
-static void auth_reply(void *privdata, enum hf_redis_status status, redisReply *reply) {
-    struct hf_redis_conn *conn = privdata;
-    if (status != HF_REDIS_OK || reply->type == REDIS_REPLY_ERROR) {
-        log_error("redis: AUTH/SELECT refused on connection %u: %s", conn->index,
-                  status == HF_REDIS_OK ? reply->str : "no reply");
-        hf_redis_conn_reset(conn, "authentication failed");
+void hf_redis_conn_reset(struct hf_redis_conn *conn, const char *why) {
+    conn_reset(conn, why, false);
+}
+
+/* AUTH or SELECT failed: said once per outage (each retry fails alike),
+ * then the connection is reset and retried with backoff. */
+static void login_failed(struct hf_redis_conn *conn, const char *what, const char *how,
+                         const char *detail) {
+    struct hf_redis_pool *pool = conn->pool;
+    if (!pool->login_failure_logged || hf_log_enabled(HF_LOG_DEBUG))
+        log_error("redis: %s %s on connection %u to %s: %s; reconnecting with backoff "
+                  "(logged once until a connection is ready)",
+                  what, how, conn->index, pool->address, detail);
+    pool->login_failure_logged = true;
+    conn_reset(conn, "AUTH/SELECT failed", true);
+}
+
+static void login_reply(struct hf_redis_conn *conn, const char *what,
+                        enum hf_redis_status status, const redisReply *reply) {
+    if (status == HF_REDIS_DISCONNECTED) return; /* going down already, and said so */
+    if (status == HF_REDIS_TIMEOUT)
+        login_failed(conn, what, "got no reply", "timed out");
+    else if (reply->type == REDIS_REPLY_ERROR)
+        login_failed(conn, what, "refused", reply->str);
+}
+
+static void on_auth_reply(void *privdata, enum hf_redis_status status, redisReply *reply) {
+    login_reply(privdata, "AUTH", status, reply);
+}
+
+static void on_select_reply(void *privdata, enum hf_redis_status status, redisReply *reply) {
+    login_reply(privdata, "SELECT", status, reply);
+}
+
+/* AUTH and SELECT go ahead of the set-up commands on the same connection,
+ * so their replies come first and an error resets the connection before any
+ * set-up reply is believed. 0, or the failed send's code with *what set. */
+static int send_login(struct hf_redis_conn *conn, const char **what) {
+    struct hf_redis_pool *pool = conn->pool;
+    if (pool->password) {
+        *what = "AUTH";
+        const char *argv[3] = {"AUTH", pool->username ? pool->username : pool->password,
+                               pool->password};
+        int rc = hf_redis_conn_command(conn, pool->username ? 3 : 2, argv, NULL,
+                                       pool->connect_timeout_ms, on_auth_reply, conn);
+        if (rc != 0) return rc;
     }
+    if (pool->db) {
+        *what = "SELECT";
+        char db[16];
+        snprintf(db, sizeof db, "%u", pool->db);
+        const char *argv[2] = {"SELECT", db};
+        int rc = hf_redis_conn_command(conn, 2, argv, NULL, pool->connect_timeout_ms,
+                                       on_select_reply, conn);
+        if (rc != 0) return rc;
+    }
+    return 0;
 }
 
 static void on_connect(const redisAsyncContext *ac, int status) {
@@ -212,26 +308,24 @@ static void on_connect(const redisAsyncContext *ac, int status) {
         return;
     }
     set_state(conn, C_SETUP);
-    if (pool->password) {
-        const char *argv[3] = {"AUTH", pool->username ? pool->username : pool->password,
-                               pool->password};
-        hf_redis_conn_command(conn, pool->username ? 3 : 2, argv, NULL,
-                              pool->connect_timeout_ms, auth_reply, conn);
+    conn->in_connect_cb = true;
+    const char *what = NULL;
+    int rc = send_login(conn, &what);
+    if (rc != 0) {
+        login_failed(conn, what, "could not be sent", strerror(-rc));
+    } else {
+        /* Only once the login went out: never on a connection being reset. */
+        bool first = !pool->first_setup_done;
+        pool->first_setup_done = true;
+        pool->setup(pool->ud, conn, first);
     }
-    if (pool->db) {
-        char db[16];
-        snprintf(db, sizeof db, "%u", pool->db);
-        const char *argv[2] = {"SELECT", db};
-        hf_redis_conn_command(conn, 2, argv, NULL, pool->connect_timeout_ms, auth_reply, conn);
-    }
-    bool first = !pool->first_setup_done;
-    pool->first_setup_done = true;
-    pool->setup(pool->ud, conn, first);
+    conn->in_connect_cb = false;
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
     struct hf_redis_conn *conn = ac->data;
     conn->ac = NULL;
+    conn->deferred_reset = NULL;
     if (!conn->pool->closing && status != REDIS_OK)
         log_warn("redis: connection %u to %s lost: %s", conn->index, conn->pool->address,
                  ac->errstr);
@@ -248,6 +342,7 @@ static void on_connect_timeout(uv_timer_t *t) {
 static void conn_start(struct hf_redis_conn *conn) {
     struct hf_redis_pool *pool = conn->pool;
     if (pool->closing) return;
+    conn->deferred_reset = NULL;
     redisAsyncContext *ac;
     if (strncmp(pool->address, "unix:", 5) == 0) {
         ac = redisAsyncConnectUnix(pool->address + 5);

@@ -52,15 +52,22 @@ struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
  * for a NULL pool). */
 struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool);
 
-/* Send on a given connection. 0, or a negative errno-style code when the
- * command could not be queued (then cb is never called). */
+/* Send a command already in RESP (resp.h; one or more arguments) on a
+ * given connection: its bytes are queued as they are (hiredis copies them),
+ * so cmd need not outlive the call. 0, or a negative errno-style code when
+ * the command could not be queued (then cb is never called). */
+int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
+                                 uint32_t timeout_ms, hf_redis_cb *cb, void *privdata)
+    __attribute__((warn_unused_result));
+/* The same for an argv (argvlen NULL: NUL-terminated strings; argc >= 1),
+ * formatted once by resp.c: for set-up and other one-off commands. */
 int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
                           const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
-                          void *privdata);
-/* Pick a connection and send; -ENOTCONN when none is ready. */
+                          void *privdata) __attribute__((warn_unused_result));
+/* Pick a connection and send an argv; -ENOTCONN when none is ready. */
 int hf_redis_pool_command(struct hf_redis_pool *pool, int argc, const char **argv,
                           const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
-                          void *privdata);
+                          void *privdata) __attribute__((warn_unused_result));
 
 /* End of set-up: ok=true makes the connection available; false resets it. */
 void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok);

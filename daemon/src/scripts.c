@@ -1,5 +1,7 @@
-/* scripts.c - loads the Functions library on every connection and picks the
- * call path; re-sends a call as EVAL when the server lost the code. */
+/* scripts.c - the Redis front end: loads the Functions library on every
+ * connection and picks the call path; formats every command once (resp.c)
+ * and hands the bytes to the pool or the cluster; re-sends a call as EVAL
+ * when the server lost the code. */
 #include "scripts.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "redis_cluster.h"
+#include "resp.h"
 
 extern const char holdfast_library_lua[];
 extern const unsigned long holdfast_library_lua_len;
@@ -373,9 +376,9 @@ struct scall {
     struct hf_redis_conn **conn_io; /* the caller's, told where the reply came from */
     struct hf_redis_conn *conn;     /* where the last send went */
     bool resent;
-    int argc;
-    const char **argv;
-    size_t *argvlen;
+    struct hf_resp_cmd *cmd; /* <verb> <name> <nkeys> keys... args..., formatted once */
+    size_t key_at;           /* the first key, from cmd->tail (a head rewrite keeps it) */
+    size_t key_len;
 };
 
 static void on_reload_done(void *privdata, enum hf_redis_status status, redisReply *r) {
@@ -401,21 +404,26 @@ static void on_call_reply(void *privdata, enum hf_redis_status status, redisRepl
 static int send_call(struct scall *c, struct hf_redis_conn *first, uint32_t timeout_ms) {
     struct hf_scripts *s = c->s;
     if (s->cluster)
-        return hf_redis_cluster_command(s->cluster, first, &c->conn, c->argv[3], c->argvlen[3],
-                                        c->argc, c->argv, c->argvlen, timeout_ms,
-                                        on_call_reply, c);
+        return hf_redis_cluster_command(s->cluster, first, &c->conn,
+                                        c->cmd->buf + c->cmd->tail + c->key_at, c->key_len,
+                                        c->cmd, timeout_ms, on_call_reply, c);
     struct hf_redis_conn *conn = first ? first : hf_redis_pool_pick(s->pool);
     if (!conn) return -ENOTCONN;
-    int rc = hf_redis_conn_command(conn, c->argc, c->argv, c->argvlen, timeout_ms,
-                                   on_call_reply, c);
+    int rc = hf_redis_conn_send_formatted(conn, c->cmd->buf, c->cmd->len, timeout_ms,
+                                          on_call_reply, c);
     if (rc == 0) c->conn = conn;
     return rc;
+}
+
+static void call_free(struct scall *c) {
+    hf_resp_cmd_unref(c->cmd);
+    free(c);
 }
 
 static void call_done(struct scall *c, enum hf_redis_status status, redisReply *r) {
     if (c->conn_io) *c->conn_io = c->conn;
     c->cb(c->privdata, status, r);
-    free(c);
+    call_free(c);
 }
 
 static void on_call_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
@@ -431,12 +439,15 @@ static void on_call_reply(void *privdata, enum hf_redis_status status, redisRepl
             s->reloading = send_function_load(s, c->conn, on_reload_done, s) == 0;
         }
         uint64_t now = uv_now(s->loop);
-        if (now < c->deadline_ms) {
+        /* Only the head changes: the keys and args go as formatted. */
+        struct hf_resp_cmd *eval =
+            now < c->deadline_ms ? hf_resp_cmd_replace_head(c->cmd, "EVAL", 4, s->eval_body[c->fn],
+                                                            s->eval_len[c->fn])
+                                 : NULL;
+        if (eval) {
             c->resent = true;
-            c->argv[0] = "EVAL";
-            c->argvlen[0] = 4;
-            c->argv[1] = s->eval_body[c->fn];
-            c->argvlen[1] = s->eval_len[c->fn];
+            hf_resp_cmd_unref(c->cmd);
+            c->cmd = eval;
             /* Same connection: a WAIT that follows must see this write on
              * its own connection. */
             if (send_call(c, c->conn, (uint32_t)(c->deadline_ms - now)) == 0) return;
@@ -458,54 +469,55 @@ int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn **conn, enum hf_s
     /* NULL: the daemon is shutting down (requests may outlive the backends). */
     if (!s || s->path == HF_PATH_NONE) return -ENOTCONN;
     if (nkeys == 0) return -EINVAL;
-    int argc = 3 + (int)nkeys + (int)nargs;
-    size_t bytes = 0;
-    for (size_t i = 0; i < nkeys; i++) bytes += keylens[i];
-    for (size_t i = 0; i < nargs; i++) bytes += arglens[i];
-    struct scall *c = malloc(sizeof *c + (size_t)argc * (sizeof(char *) + sizeof(size_t)) +
-                             bytes + 24);
-    if (!c) return -ENOMEM;
-    *c = (struct scall){.s = s, .fn = fn, .cb = cb, .privdata = privdata, .argc = argc,
-                        .conn_io = conn};
-    c->argv = (const char **)(c + 1);
-    c->argvlen = (size_t *)(c->argv + argc);
-    char *p = (char *)(c->argvlen + argc);
+    const char *verb, *name;
+    size_t verb_len, name_len;
     switch (s->path) {
     case HF_PATH_FCALL:
-        c->argv[0] = "FCALL";
-        c->argv[1] = fn_names[fn].function;
+        verb = "FCALL";
+        name = fn_names[fn].function;
+        name_len = strlen(name);
         break;
     case HF_PATH_EVALSHA:
-        c->argv[0] = "EVALSHA";
-        c->argv[1] = s->sha[fn];
+        verb = "EVALSHA";
+        name = s->sha[fn];
+        name_len = strlen(name);
         break;
     default:
-        c->argv[0] = "EVAL";
-        c->argv[1] = s->eval_body[fn];
+        verb = "EVAL";
+        name = s->eval_body[fn];
+        name_len = s->eval_len[fn];
         break;
     }
-    c->argvlen[0] = strlen(c->argv[0]);
-    c->argvlen[1] = s->path == HF_PATH_EVAL ? s->eval_len[fn] : strlen(c->argv[1]);
-    int n = snprintf(p, 24, "%zu", nkeys);
-    c->argv[2] = p;
-    c->argvlen[2] = (size_t)n;
-    p += n + 1;
-    int at = 3;
-    for (size_t i = 0; i < nkeys; i++, at++) {
-        memcpy(p, keys[i], keylens[i]);
-        c->argv[at] = p;
-        c->argvlen[at] = keylens[i];
-        p += keylens[i];
+    verb_len = strlen(verb);
+    /* Sized exactly, then formatted once: the bytes that go to Redis, also
+     * for the cluster's re-sends and (head rewritten) the EVAL fallback. */
+    size_t size = hf_resp_header_size(3 + nkeys + nargs) + hf_resp_bulk_size(verb_len) +
+                  hf_resp_bulk_size(name_len) + hf_resp_bulk_u64_size(nkeys);
+    for (size_t i = 0; i < nkeys; i++) size += hf_resp_bulk_size(keylens[i]);
+    for (size_t i = 0; i < nargs; i++) size += hf_resp_bulk_size(arglens[i]);
+    struct scall *c = malloc(sizeof *c);
+    if (!c) return -ENOMEM;
+    *c = (struct scall){.s = s, .fn = fn, .cb = cb, .privdata = privdata, .conn_io = conn,
+                        .key_len = keylens[0]};
+    c->cmd = hf_resp_cmd_new(3 + nkeys + nargs, size);
+    if (!c->cmd) {
+        free(c);
+        return -ENOMEM;
     }
-    for (size_t i = 0; i < nargs; i++, at++) {
-        memcpy(p, args[i], arglens[i]);
-        c->argv[at] = p;
-        c->argvlen[at] = arglens[i];
-        p += arglens[i];
+    hf_resp_cmd_bulk(c->cmd, verb, verb_len);
+    hf_resp_cmd_bulk(c->cmd, name, name_len);
+    hf_resp_cmd_bulk_u64(c->cmd, nkeys);
+    const char *key = hf_resp_cmd_bulk(c->cmd, keys[0], keylens[0]);
+    for (size_t i = 1; i < nkeys; i++) hf_resp_cmd_bulk(c->cmd, keys[i], keylens[i]);
+    for (size_t i = 0; i < nargs; i++) hf_resp_cmd_bulk(c->cmd, args[i], arglens[i]);
+    if (!key || !hf_resp_cmd_complete(c->cmd)) {
+        call_free(c); /* mis-sized: a bug, but not one to send */
+        return -EINVAL;
     }
+    c->key_at = (size_t)(key - (c->cmd->buf + c->cmd->tail));
     c->deadline_ms = uv_now(s->loop) + timeout_ms;
     int rc = send_call(c, conn ? *conn : NULL, timeout_ms);
-    if (rc != 0) free(c);
+    if (rc != 0) call_free(c);
     return rc;
 }
 
@@ -513,9 +525,16 @@ int hf_scripts_command(struct hf_scripts *s, struct hf_redis_conn *conn, const c
                        size_t keylen, int argc, const char **argv, const size_t *argvlen,
                        uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
     if (!s) return -ENOTCONN;
-    if (s->cluster)
-        return hf_redis_cluster_command(s->cluster, conn, NULL, key, keylen, argc, argv, argvlen,
-                                        timeout_ms, cb, privdata);
+    if (s->cluster) {
+        /* Formatted once; the cluster keeps a reference for its re-sends. */
+        struct hf_resp_cmd *cmd = hf_resp_cmd_argv(argc, argv, argvlen);
+        if (!cmd) return -ENOMEM;
+        int rc = hf_redis_cluster_command(s->cluster, conn, NULL, key, keylen, cmd, timeout_ms,
+                                          cb, privdata);
+        hf_resp_cmd_unref(cmd);
+        return rc;
+    }
+    /* Formatted once there too (resp.c), on the stack. */
     if (conn) return hf_redis_conn_command(conn, argc, argv, argvlen, timeout_ms, cb, privdata);
     return hf_redis_pool_command(s->pool, argc, argv, argvlen, timeout_ms, cb, privdata);
 }

@@ -60,13 +60,14 @@ void hf_scripts_close(struct hf_scripts *s);
 int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
                     size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
                     const char *const *args, const size_t *arglens, uint32_t timeout_ms,
-                    hf_redis_cb *cb, void *privdata);
+                    hf_redis_cb *cb, void *privdata) __attribute__((warn_unused_result));
 
 /* A plain command about `key` (DELEX, GET): on `conn` when not NULL, else on
  * a connection that serves the key; cluster redirections are followed. */
 int hf_scripts_command(struct hf_scripts *s, struct hf_redis_conn *conn, const char *key,
                        size_t keylen, int argc, const char **argv, const size_t *argvlen,
-                       uint32_t timeout_ms, hf_redis_cb *cb, void *privdata);
+                       uint32_t timeout_ms, hf_redis_cb *cb, void *privdata)
+    __attribute__((warn_unused_result));
 /* A ready connection that serves `key`, or NULL. */
 struct hf_redis_conn *hf_scripts_pick(struct hf_scripts *s, const char *key, size_t keylen);
 
