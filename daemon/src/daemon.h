@@ -10,7 +10,7 @@
 #include "config.h"
 #include "op.h"
 
-struct hf_scripts;
+struct hf_redis_front;
 struct hf_pg_pool;
 struct hf_server;
 
@@ -18,7 +18,7 @@ struct hf_daemon {
     uv_loop_t *loop;
     struct hf_config *cfg;        /* current; requests keep a reference */
     const struct hf_op_table *ops;
-    struct hf_scripts *scripts;   /* Redis */
+    struct hf_redis_front *redis; /* the Redis front end */
     struct hf_pg_pool *pg;        /* NULL when PostgreSQL is not configured */
     bool pg_ready;                /* kept by the pool's state callback */
     struct hf_server *server;

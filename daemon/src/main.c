@@ -23,7 +23,7 @@
 #include "ops_table.h"
 #include "pg_migrate.h"
 #include "request.h"
-#include "scripts.h"
+#include "redis_front.h"
 #include "server.h"
 #include "token.h"
 
@@ -54,7 +54,7 @@ static void update_readiness(struct app *app) {
     if (ready == app->last_ready) return;
     app->last_ready = ready;
     if (ready) {
-        log_info("ready: redis %s, scripts via %s", "up", hf_scripts_path_name(app->d.scripts));
+        log_info("ready: redis %s, scripts via %s", "up", hf_front_path_name(app->d.redis));
         if (!app->ready_announced) {
             hf_notify_ready("serving");
             app->ready_announced = true;
@@ -62,7 +62,7 @@ static void update_readiness(struct app *app) {
             hf_notify_status("serving");
         }
     } else if (!app->d.draining) {
-        log_warn("not ready: redis %s%s", hf_scripts_ready(app->d.scripts) ? "up" : "down",
+        log_warn("not ready: redis %s%s", hf_front_ready(app->d.redis) ? "up" : "down",
                  app->d.pg && !app->d.pg_ready ? ", postgres down" : "");
         hf_notify_status("backend unavailable; retrying");
     }
@@ -121,8 +121,8 @@ static void shutdown_now(struct app *app) {
     log_info("shutting down (%u requests still in flight)", app->d.in_flight);
     hf_server_close(app->d.server);
     app->d.server = NULL;
-    hf_scripts_close(app->d.scripts);
-    app->d.scripts = NULL;
+    hf_front_close(app->d.redis);
+    app->d.redis = NULL;
     hf_confirm_db_close(app->d.pg);
     app->d.pg = NULL;
     uv_close((uv_handle_t *)&app->sigterm, NULL);
@@ -247,9 +247,9 @@ static int run(const char *config_path) {
     uint64_t wd = hf_notify_watchdog_usec();
     if (wd) uv_timer_start(&app->watchdog, on_watchdog, wd / 2000, wd / 2000);
 
-    app->d.scripts = hf_scripts_create(&app->loop, cfg, on_redis_ready, app);
+    app->d.redis = hf_front_create(&app->loop, cfg, on_redis_ready, app);
     if (cfg->pg_dsn) app->d.pg = hf_confirm_db_create(&app->loop, cfg, on_pg_state, app);
-    app->d.server = app->d.scripts && (app->d.pg || !cfg->pg_dsn)
+    app->d.server = app->d.redis && (app->d.pg || !cfg->pg_dsn)
                         ? hf_server_create(&app->d, on_accept, app)
                         : NULL;
     if (!app->d.server) {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "confirm_call.h"
-#include "scripts.h"
+#include "redis_front.h"
 
 static const char SQL_CANCEL[] =
     "SELECT " HF_OUTCOME_COLUMNS " FROM holdfast.cancel($1, $2, $3::text[], $4, $5, $6::integer)";
@@ -28,7 +28,7 @@ static void on_clear_reply(void *privdata, enum hf_redis_status status, redisRep
     if (status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER)
         cc->req->after_result = "cleared";
     else
-        hf_claim_after_failed(cc, hf_redis_reply_failure(status, r));
+        hf_claim_after_failed(cc, hf_redis_failure_text(status, r));
     answer_cancelled(cc);
     hf_claim_done(cc);
 }
@@ -48,8 +48,8 @@ static void clear_markers(struct claim_call *cc) {
     uint32_t timeout = hf_claim_after_timeout(cc, &answer_first);
     if (answer_first) answer_cancelled(cc);
     struct hf_keyset *ks = cc->clear_keys;
-    if (!ks || !req->d->scripts ||
-        hf_scripts_call(req->d->scripts, NULL, HF_FN_CANCEL_CLEAR, ks->count - 1, ks->keys + 1,
+    if (!ks || !req->d->redis ||
+        hf_front_call(req->d->redis, NULL, HF_FN_CANCEL_CLEAR, ks->count - 1, ks->keys + 1,
                         ks->lens + 1, 0, NULL, NULL, timeout, on_clear_reply, cc) != 0) {
         hf_claim_after_failed(cc, ks ? "redis not connected" : "out of memory");
         answer_cancelled(cc);

@@ -153,9 +153,7 @@ bool hf_token_check(struct hf_request *req, const char *token, bool required) {
 
 void hf_answer_redis_failure(struct hf_request *req, const struct hf_namespace *ns,
                              enum hf_redis_status status, const char *what) {
-    const char *why = status == HF_REDIS_TIMEOUT ? "timed out"
-                      : status == HF_REDIS_DISCONNECTED ? "connection lost"
-                      : "not connected";
+    const char *why = hf_redis_status_name(status);
     if (ns && ns->on_redis_down == HF_BEST_EFFORT &&
         (req->op->flags & HF_OP_DEGRADABLE)) {
         hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
@@ -191,12 +189,6 @@ void hf_answer_script_code(struct hf_request *req, const struct hf_target *t, lo
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "unexpected script result %lld", code);
         break;
     }
-}
-
-const char *hf_redis_reply_failure(enum hf_redis_status status, const redisReply *r) {
-    if (status == HF_REDIS_TIMEOUT) return "timed out";
-    if (status != HF_REDIS_OK) return "connection lost";
-    return r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply";
 }
 
 bool hf_reply_code(const redisReply *r, long long *code) {

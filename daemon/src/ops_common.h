@@ -46,9 +46,6 @@ void hf_answer_redis_failure(struct hf_request *req, const struct hf_namespace *
  * the target's ids, 0 for none). */
 void hf_answer_script_code(struct hf_request *req, const struct hf_target *t, long long code,
                            long long index);
-/* Why a Redis call gave no usable reply, for logs: "timed out", "connection
- * lost", or the error reply's text. */
-const char *hf_redis_reply_failure(enum hf_redis_status status, const redisReply *r);
 /* Reply shapes of the library: an array whose first element is a code. */
 bool hf_reply_code(const redisReply *r, long long *code);
 long long hf_reply_int(const redisReply *r, size_t i);

@@ -21,7 +21,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "pg_pool.h"
-#include "scripts.h"
+#include "redis_front.h"
 #include "validate.h"
 
 static const char SQL_CONFIRM[] =
@@ -87,7 +87,7 @@ static void on_mark_reply(void *privdata, enum hf_redis_status status, redisRepl
                      "token's to mark", req->correlation_id, n, cc->t->n_ids);
         }
     } else {
-        mark_failed(cc, hf_redis_reply_failure(status, r));
+        mark_failed(cc, hf_redis_failure_text(status, r));
     }
     answer_confirmed(cc);
     hf_claim_done(cc);
@@ -105,8 +105,8 @@ static void mark_hold(struct claim_call *cc) {
     const char *args[] = {cc->token, ttl};
     size_t lens[] = {strlen(cc->token), strlen(ttl)};
     struct hf_keyset *ks = cc->t->keys;
-    if (!req->d->scripts ||
-        hf_scripts_call(req->d->scripts, NULL, HF_FN_MARK_CONFIRMED, ks->count - 1, ks->keys + 1,
+    if (!req->d->redis ||
+        hf_front_call(req->d->redis, NULL, HF_FN_MARK_CONFIRMED, ks->count - 1, ks->keys + 1,
                         ks->lens + 1, 2, args, lens, timeout, on_mark_reply, cc) != 0) {
         mark_failed(cc, "redis not connected");
         answer_confirmed(cc);
@@ -231,8 +231,8 @@ void hf_op_confirm(struct hf_request *req) {
     const char *args[] = {cc->token, window};
     size_t lens[] = {strlen(cc->token), strlen(window)};
     struct hf_keyset *ks = t->keys;
-    if (!req->d->scripts ||
-        hf_scripts_call(req->d->scripts, NULL, HF_FN_CONFIRM_CHECK, ks->count - 1, ks->keys + 1,
+    if (!req->d->redis ||
+        hf_front_call(req->d->redis, NULL, HF_FN_CONFIRM_CHECK, ks->count - 1, ks->keys + 1,
                         ks->lens + 1, 2, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                         on_check_reply, cc) != 0) {

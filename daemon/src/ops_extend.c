@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "ops_common.h"
-#include "scripts.h"
+#include "redis_front.h"
 
 
 static void on_extend_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
@@ -41,7 +41,7 @@ void hf_op_extend(struct hf_request *req) {
     const char *args[] = {m->token, ttl_s};
     size_t lens[] = {strlen(m->token), strlen(ttl_s)};
     hf_request_op_start(req);
-    if (hf_scripts_call(req->d->scripts, NULL, HF_FN_EXTEND, t->keys->count - 1,
+    if (hf_front_call(req->d->redis, NULL, HF_FN_EXTEND, t->keys->count - 1,
                         t->keys->keys + 1, t->keys->lens + 1, 2, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                         on_extend_reply, req) != 0) {

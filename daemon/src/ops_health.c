@@ -3,7 +3,7 @@
 
 #include "metrics.h"
 #include "ops_common.h"
-#include "scripts.h"
+#include "redis_front.h"
 
 
 void hf_op_health(struct hf_request *req) {
@@ -13,10 +13,10 @@ void hf_op_health(struct hf_request *req) {
     hr.live = true;
     hr.ready = hf_daemon_ready(d);
     hr.version = HOLDFAST_VERSION;
-    hr.redis = hf_scripts_ready(d->scripts) ? "up" : "down";
+    hr.redis = hf_front_ready(d->redis) ? "up" : "down";
     hr.postgres = !d->pg ? "disabled" : d->pg_ready ? "up" : "down";
-    hr.script_path = (char *)hf_scripts_path_name(d->scripts);
-    hr.release_path = (char *)hf_scripts_release_path_name(d->scripts);
+    hr.script_path = (char *)hf_front_path_name(d->redis);
+    hr.release_path = (char *)hf_front_release_path_name(d->redis);
     hr.library = HF_LIBRARY_NAME;
     hr.connections = d->connections;
     hr.in_flight = d->in_flight;

@@ -8,7 +8,7 @@
 #include "metrics.h"
 #include "ops_common.h"
 #include "policy.h"
-#include "scripts.h"
+#include "redis_front.h"
 
 
 /* The op's context. */
@@ -48,7 +48,7 @@ static void withdraw_grant(struct hold_call *hc) {
     const char *args[] = {hc->token};
     size_t lens[] = {strlen(hc->token)};
     struct hf_keyset *ks = hc->t->keys;
-    if (hf_scripts_call(hc->req->d->scripts, NULL, HF_FN_RELEASE, ks->count - 1, ks->keys + 1,
+    if (hf_front_call(hc->req->d->redis, NULL, HF_FN_RELEASE, ks->count - 1, ks->keys + 1,
                         ks->lens + 1, 1, args, lens, hc->req->cfg->redis_command_timeout_ms,
                         on_undo_reply, hc) != 0) {
         log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
@@ -198,7 +198,7 @@ void hf_op_hold(struct hf_request *req) {
     hf_request_op_start(req);
     /* hc->conn is set to the connection that ran the script (in a cluster,
      * possibly another node's after a redirection) before on_hold_reply. */
-    if (hf_scripts_call(req->d->scripts, &hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
+    if (hf_front_call(req->d->redis, &hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
                         t->keys->lens, 2, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                         on_hold_reply, hc) != 0) {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ops_common.h"
-#include "scripts.h"
+#include "redis_front.h"
 
 
 #define CONFIRMED_PREFIX "!confirmed:"
@@ -128,7 +128,7 @@ static void classify_leftovers(struct release_call *dc) {
         struct delex_item *item = &dc->items[i];
         const char *argv[] = {"GET", ks->keys[i + 1]};
         size_t lens[] = {3, ks->lens[i + 1]};
-        if (hf_scripts_command(req->d->scripts, NULL, ks->keys[i + 1], ks->lens[i + 1], 2, argv,
+        if (hf_front_command(req->d->redis, NULL, ks->keys[i + 1], ks->lens[i + 1], 2, argv,
                                lens,
                                hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                                on_classify, item) != 0) {
@@ -173,13 +173,13 @@ static void release_with_delex(struct release_call *dc, const char *token) {
     hf_request_op_start(req);
     /* One connection for all ids (one partition, so one node in a cluster). */
     struct hf_redis_conn *conn =
-        hf_scripts_pick(req->d->scripts, t->keys->keys[1], t->keys->lens[1]);
+        hf_front_pick(req->d->redis, t->keys->keys[1], t->keys->lens[1]);
     dc->outstanding = 1; /* guard while sending */
     for (size_t i = 0; conn && i < t->n_ids; i++) {
         struct delex_item *item = &dc->items[i];
         const char *argv[] = {"DELEX", t->keys->keys[i + 1], "IFEQ", token};
         size_t lens[] = {5, t->keys->lens[i + 1], 4, strlen(token)};
-        if (hf_scripts_command(req->d->scripts, conn, t->keys->keys[i + 1], t->keys->lens[i + 1],
+        if (hf_front_command(req->d->redis, conn, t->keys->keys[i + 1], t->keys->lens[i + 1],
                                4, argv, lens,
                                hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                                on_delex_reply, item) != 0) {
@@ -204,14 +204,14 @@ void hf_op_release(struct hf_request *req) {
     struct hf_target *t = rc->t = &rc->target;
     if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids)) return;
     if (!hf_token_check(req, m->token, true)) return;
-    if (hf_scripts_release_uses_delex(req->d->scripts)) {
+    if (hf_front_release_uses_delex(req->d->redis)) {
         release_with_delex(rc, m->token);
         return;
     }
     const char *args[] = {m->token};
     size_t lens[] = {strlen(m->token)};
     hf_request_op_start(req);
-    if (hf_scripts_call(req->d->scripts, NULL, HF_FN_RELEASE, t->keys->count - 1,
+    if (hf_front_call(req->d->redis, NULL, HF_FN_RELEASE, t->keys->count - 1,
                         t->keys->keys + 1, t->keys->lens + 1, 1, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                         on_release_reply, rc) != 0) {

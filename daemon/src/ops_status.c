@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "ops_common.h"
-#include "scripts.h"
+#include "redis_front.h"
 
 
 static void on_status_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
@@ -57,7 +57,7 @@ void hf_op_status(struct hf_request *req) {
     const char *args[] = {token};
     size_t lens[] = {strlen(token)};
     hf_request_op_start(req);
-    if (hf_scripts_call(req->d->scripts, NULL, HF_FN_STATUS, t->keys->count - 1,
+    if (hf_front_call(req->d->redis, NULL, HF_FN_STATUS, t->keys->count - 1,
                         t->keys->keys + 1, t->keys->lens + 1, 1, args, lens,
                         hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
                         on_status_reply, req) != 0) {

@@ -279,7 +279,7 @@ static void on_slots_reply(void *privdata, enum hf_redis_status status, redisRep
     c->refresh_inflight = false;
     if (c->closing) return;
     c->last_refresh_ms = uv_now(c->loop);
-    const char *why = status == HF_REDIS_TIMEOUT ? "timed out" : "connection lost";
+    const char *why = hf_redis_status_name(status);
     if (status == HF_REDIS_OK && parse_slots(c, r, &why)) {
         c->warned_refresh = false;
         bool changed = memcmp(c->slots, c->next_slots, sizeof c->slots) != 0;

@@ -63,6 +63,21 @@ struct call {
     bool done;
 };
 
+const char *hf_redis_status_name(enum hf_redis_status status) {
+    switch (status) {
+    case HF_REDIS_OK: return "ok";
+    case HF_REDIS_TIMEOUT: return "timed out";
+    case HF_REDIS_DISCONNECTED: return "connection lost";
+    case HF_REDIS_NOT_SENT: return "not connected";
+    }
+    return "?";
+}
+
+const char *hf_redis_failure_text(enum hf_redis_status status, const redisReply *reply) {
+    if (status != HF_REDIS_OK) return hf_redis_status_name(status);
+    return reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply";
+}
+
 static void on_backoff(uv_timer_t *t);
 
 static void set_state(struct hf_redis_conn *conn, enum conn_state state) {

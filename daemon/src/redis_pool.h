@@ -18,6 +18,12 @@ enum hf_redis_status {
     HF_REDIS_NOT_SENT,     /* never sent: no ready connection (not a callback status) */
 };
 
+/* "ok", "timed out", "connection lost", "not connected". */
+const char *hf_redis_status_name(enum hf_redis_status status);
+/* Why a call gave no usable reply, for logs: the status's name, or for an
+ * error reply its text. */
+const char *hf_redis_failure_text(enum hf_redis_status status, const redisReply *reply);
+
 /* Called exactly once per accepted command. `reply` is borrowed for the
  * duration of the call and is NULL unless status is HF_REDIS_OK. */
 typedef void hf_redis_cb(void *privdata, enum hf_redis_status status, redisReply *reply);

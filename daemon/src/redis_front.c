@@ -1,8 +1,8 @@
-/* scripts.c - the Redis front end: loads the Functions library on every
+/* redis_front.c - the Redis front end: loads the Functions library on every
  * connection and picks the call path; formats every command once (resp.c)
  * and hands the bytes to the pool or the cluster; re-sends a call as EVAL
  * when the server lost the code. */
-#include "scripts.h"
+#include "redis_front.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -30,7 +30,7 @@ static const struct {
     [HF_FN_CANCEL_CLEAR] = {"cancel_clear", "hf" HF_LIBRARY_VERSION "_cancel_clear"},
 };
 
-struct hf_scripts {
+struct hf_redis_front {
     uv_loop_t *loop;
     struct hf_redis_pool *pool;       /* single server, or */
     struct hf_redis_cluster *cluster; /* Redis Cluster */
@@ -43,21 +43,21 @@ struct hf_scripts {
     char *eval_body[HF_FN__COUNT];
     size_t eval_len[HF_FN__COUNT];
     char sha[HF_FN__COUNT][41];
-    hf_scripts_ready_fn *on_ready;
+    hf_front_ready_fn *on_ready;
     void *ud;
 };
 
-const char *hf_scripts_library_text(size_t *len) {
+const char *hf_front_library_text(size_t *len) {
     if (len) *len = holdfast_library_lua_len;
     return holdfast_library_lua;
 }
 
-const char *hf_scripts_local_name(enum hf_script_fn fn) { return fn_names[fn].local; }
-const char *hf_scripts_function_name(enum hf_script_fn fn) { return fn_names[fn].function; }
+const char *hf_front_local_name(enum hf_script_fn fn) { return fn_names[fn].local; }
+const char *hf_front_function_name(enum hf_script_fn fn) { return fn_names[fn].function; }
 
 /* EVAL form of one function: the library's body without its #!lua line and
  * its registrations, plus a call of the local function. */
-static int build_eval_bodies(struct hf_scripts *s) {
+static int build_eval_bodies(struct hf_redis_front *s) {
     const char *lib = holdfast_library_lua;
     const char *start = strchr(lib, '\n');
     const char *end = strstr(lib, "\nredis.register_function");
@@ -84,30 +84,30 @@ static const char *path_name(enum hf_call_path p) {
     }
 }
 
-const char *hf_scripts_path_name(const struct hf_scripts *s) {
+const char *hf_front_path_name(const struct hf_redis_front *s) {
     return path_name(s ? s->path : HF_PATH_NONE);
 }
 
-bool hf_scripts_release_uses_delex(const struct hf_scripts *s) {
+bool hf_front_release_uses_delex(const struct hf_redis_front *s) {
     return s && s->release_pref != HF_RELEASE_SCRIPT && s->delex == HF_DELEX_PRESENT;
 }
 
-const char *hf_scripts_release_path_name(const struct hf_scripts *s) {
-    return hf_scripts_release_uses_delex(s) ? "delex" : "script";
+const char *hf_front_release_path_name(const struct hf_redis_front *s) {
+    return hf_front_release_uses_delex(s) ? "delex" : "script";
 }
 
-bool hf_scripts_ready(const struct hf_scripts *s) {
+bool hf_front_ready(const struct hf_redis_front *s) {
     if (!s) return false;
     if (s->cluster) return hf_redis_cluster_ready(s->cluster);
     return s->pool && hf_redis_pool_ready_count(s->pool) > 0;
 }
 
-struct hf_redis_pool *hf_scripts_pool(struct hf_scripts *s) { return s ? s->pool : NULL; }
+struct hf_redis_pool *hf_front_pool(struct hf_redis_front *s) { return s ? s->pool : NULL; }
 
 /* ---- per-connection set-up: load, decide the path, detect DELEX ---- */
 
 struct setup {
-    struct hf_scripts *s;
+    struct hf_redis_front *s;
     struct hf_redis_conn *conn;
     bool first;
     int outstanding;
@@ -117,14 +117,8 @@ struct setup {
 };
 
 
-static const char *error_text(enum hf_redis_status status, const redisReply *r) {
-    if (status == HF_REDIS_TIMEOUT) return "timed out";
-    if (status == HF_REDIS_DISCONNECTED) return "connection lost";
-    return r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply";
-}
-
 static void setup_finish(struct setup *st, bool ok) {
-    struct hf_scripts *s = st->s;
+    struct hf_redis_front *s = st->s;
     if (ok) {
         if (st->path != s->path) {
             log_info("redis: scripts use %s (library %s), release uses %s", path_name(st->path),
@@ -133,7 +127,7 @@ static void setup_finish(struct setup *st, bool ok) {
         }
         s->path = st->path;
         if (st->path == HF_PATH_EVALSHA) memcpy(s->sha, st->sha, sizeof s->sha);
-        hf_metrics_set_paths(path_name(s->path), hf_scripts_release_path_name(s));
+        hf_metrics_set_paths(path_name(s->path), hf_front_release_path_name(s));
         hf_metrics_inc(HF_C_LIBRARY_LOADS);
     }
     hf_redis_conn_set_ready(st->conn, ok);
@@ -142,7 +136,7 @@ static void setup_finish(struct setup *st, bool ok) {
 
 static void on_delex_probe(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct setup *st = privdata;
-    struct hf_scripts *s = st->s;
+    struct hf_redis_front *s = st->s;
     if (status != HF_REDIS_OK) {
         setup_finish(st, false);
         return;
@@ -161,7 +155,7 @@ static void on_delex_probe(void *privdata, enum hf_redis_status status, redisRep
 
 static void on_delex_info(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct setup *st = privdata;
-    struct hf_scripts *s = st->s;
+    struct hf_redis_front *s = st->s;
     if (status != HF_REDIS_OK) {
         setup_finish(st, false);
         return;
@@ -182,7 +176,7 @@ static void on_delex_info(void *privdata, enum hf_redis_status status, redisRepl
 }
 
 static void setup_delex_info(struct setup *st) {
-    struct hf_scripts *s = st->s;
+    struct hf_redis_front *s = st->s;
     if (s->release_pref == HF_RELEASE_SCRIPT) {
         setup_finish(st, true);
         return;
@@ -219,7 +213,7 @@ static void on_script_load(void *privdata, enum hf_redis_status status, redisRep
 }
 
 static void setup_script_load(struct setup *st) {
-    struct hf_scripts *s = st->s;
+    struct hf_redis_front *s = st->s;
     if (s->script_pref == HF_SCRIPT_EVAL) {
         st->path = HF_PATH_EVAL;
         setup_delex_info(st);
@@ -262,7 +256,7 @@ static void on_function_load(void *privdata, enum hf_redis_status status, redisR
 }
 
 /* 0, or negative when nothing was sent (cb is then never called). */
-static int send_function_load(struct hf_scripts *s, struct hf_redis_conn *conn,
+static int send_function_load(struct hf_redis_front *s, struct hf_redis_conn *conn,
                               hf_redis_cb *cb, void *privdata) {
     const char *argv[] = {"FUNCTION", "LOAD", "REPLACE", holdfast_library_lua};
     size_t lens[] = {8, 4, 7, holdfast_library_lua_len};
@@ -270,7 +264,7 @@ static int send_function_load(struct hf_scripts *s, struct hf_redis_conn *conn,
 }
 
 static void on_connection_setup(void *ud, struct hf_redis_conn *conn, bool first_ever) {
-    struct hf_scripts *s = ud;
+    struct hf_redis_front *s = ud;
     struct setup *st = calloc(1, sizeof *st);
     if (!st) {
         hf_redis_conn_set_ready(conn, false);
@@ -287,14 +281,14 @@ static void on_connection_setup(void *ud, struct hf_redis_conn *conn, bool first
 }
 
 static void on_pool_state(void *ud, unsigned ready) {
-    struct hf_scripts *s = ud;
+    struct hf_redis_front *s = ud;
     if (s->on_ready) s->on_ready(s->ud, ready > 0);
 }
 
 /* The seeds are redis.address and redis.seeds; every primary found in the
  * slot map gets its own pool, set up like the single pool. */
 static struct hf_redis_cluster *create_cluster(uv_loop_t *loop, const struct hf_config *cfg,
-                                               struct hf_scripts *s) {
+                                               struct hf_redis_front *s) {
     size_t n = 1 + cfg->n_redis_seeds;
     const char **seeds = calloc(n, sizeof *seeds);
     if (!seeds) return NULL;
@@ -317,9 +311,9 @@ static struct hf_redis_cluster *create_cluster(uv_loop_t *loop, const struct hf_
     return c;
 }
 
-struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cfg,
-                                     hf_scripts_ready_fn *on_ready, void *ud) {
-    struct hf_scripts *s = calloc(1, sizeof *s);
+struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *cfg,
+                                     hf_front_ready_fn *on_ready, void *ud) {
+    struct hf_redis_front *s = calloc(1, sizeof *s);
     if (!s) return NULL;
     s->loop = loop;
     s->script_pref = cfg->script_path;
@@ -330,13 +324,13 @@ struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cf
     s->on_ready = on_ready;
     s->ud = ud;
     if (build_eval_bodies(s) != 0) {
-        hf_scripts_close(s);
+        hf_front_close(s);
         return NULL;
     }
     if (cfg->redis_cluster) {
         s->cluster = create_cluster(loop, cfg, s);
         if (!s->cluster) {
-            hf_scripts_close(s);
+            hf_front_close(s);
             return NULL;
         }
         return s;
@@ -351,13 +345,13 @@ struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cf
     };
     s->pool = hf_redis_pool_create(loop, &opts, on_connection_setup, on_pool_state, s);
     if (!s->pool) {
-        hf_scripts_close(s);
+        hf_front_close(s);
         return NULL;
     }
     return s;
 }
 
-void hf_scripts_close(struct hf_scripts *s) {
+void hf_front_close(struct hf_redis_front *s) {
     if (!s) return;
     hf_redis_pool_close(s->pool);
     hf_redis_cluster_close(s->cluster);
@@ -368,7 +362,7 @@ void hf_scripts_close(struct hf_scripts *s) {
 /* ---- calls ---- */
 
 struct scall {
-    struct hf_scripts *s;
+    struct hf_redis_front *s;
     enum hf_script_fn fn;
     hf_redis_cb *cb;
     void *privdata;
@@ -382,14 +376,14 @@ struct scall {
 };
 
 static void on_reload_done(void *privdata, enum hf_redis_status status, redisReply *r) {
-    struct hf_scripts *s = privdata;
+    struct hf_redis_front *s = privdata;
     s->reloading = false;
     if (status == HF_REDIS_OK && r->type != REDIS_REPLY_ERROR) {
         hf_metrics_inc(HF_C_LIBRARY_LOADS);
         log_info("redis: library %s reloaded after it went missing", HF_LIBRARY_NAME);
     } else {
         log_warn("redis: reloading library %s failed: %s", HF_LIBRARY_NAME,
-                 error_text(status, r));
+                 hf_redis_failure_text(status, r));
     }
 }
 
@@ -402,7 +396,7 @@ static void on_call_reply(void *privdata, enum hf_redis_status status, redisRepl
 
 /* To `first`, or a connection that serves the call's first key. */
 static int send_call(struct scall *c, struct hf_redis_conn *first, uint32_t timeout_ms) {
-    struct hf_scripts *s = c->s;
+    struct hf_redis_front *s = c->s;
     if (s->cluster)
         return hf_redis_cluster_command(s->cluster, first, &c->conn,
                                         c->cmd->buf + c->cmd->tail + c->key_at, c->key_len,
@@ -428,7 +422,7 @@ static void call_done(struct scall *c, enum hf_redis_status status, redisReply *
 
 static void on_call_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct scall *c = privdata;
-    struct hf_scripts *s = c->s;
+    struct hf_redis_front *s = c->s;
     if (status == HF_REDIS_OK && code_missing(r) && !c->resent) {
         /* FUNCTION FLUSH, SCRIPT FLUSH, or a new master without our code:
          * answer this call through EVAL now and reload for the next ones. */
@@ -462,7 +456,7 @@ static void on_call_reply(void *privdata, enum hf_redis_status status, redisRepl
     call_done(c, status, r);
 }
 
-int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
+int hf_front_call(struct hf_redis_front *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
                     size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
                     const char *const *args, const size_t *arglens, uint32_t timeout_ms,
                     hf_redis_cb *cb, void *privdata) {
@@ -521,7 +515,7 @@ int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn **conn, enum hf_s
     return rc;
 }
 
-int hf_scripts_command(struct hf_scripts *s, struct hf_redis_conn *conn, const char *key,
+int hf_front_command(struct hf_redis_front *s, struct hf_redis_conn *conn, const char *key,
                        size_t keylen, int argc, const char **argv, const size_t *argvlen,
                        uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
     if (!s) return -ENOTCONN;
@@ -539,7 +533,7 @@ int hf_scripts_command(struct hf_scripts *s, struct hf_redis_conn *conn, const c
     return hf_redis_pool_command(s->pool, argc, argv, argvlen, timeout_ms, cb, privdata);
 }
 
-struct hf_redis_conn *hf_scripts_pick(struct hf_scripts *s, const char *key, size_t keylen) {
+struct hf_redis_conn *hf_front_pick(struct hf_redis_front *s, const char *key, size_t keylen) {
     if (!s) return NULL;
     if (s->cluster) return hf_redis_cluster_pick(s->cluster, key, keylen);
     return hf_redis_pool_pick(s->pool);

@@ -10,7 +10,7 @@
 
 #include <cmocka.h>
 
-#include "scripts.h"
+#include "redis_front.h"
 
 static void embedded_library_is_the_shipped_file(void **state) {
     (void)state;
@@ -20,23 +20,23 @@ static void embedded_library_is_the_shipped_file(void **state) {
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
     size_t len;
-    const char *lib = hf_scripts_library_text(&len);
+    const char *lib = hf_front_library_text(&len);
     assert_int_equal(len, n);
     assert_memory_equal(lib, buf, n);
 }
 
 static void version_and_names_agree(void **state) {
     (void)state;
-    const char *lib = hf_scripts_library_text(NULL);
+    const char *lib = hf_front_library_text(NULL);
     char shebang[64];
     snprintf(shebang, sizeof shebang, "#!lua name=%s\n", HF_LIBRARY_NAME);
     assert_true(strncmp(lib, shebang, strlen(shebang)) == 0);
     for (int fn = 0; fn < HF_FN__COUNT; fn++) {
         char reg[160], local[96];
         snprintf(reg, sizeof reg, "function_name = '%s', callback = %s",
-                 hf_scripts_function_name(fn), hf_scripts_local_name(fn));
+                 hf_front_function_name(fn), hf_front_local_name(fn));
         assert_non_null(strstr(lib, reg));
-        snprintf(local, sizeof local, "local function %s(keys, args)", hf_scripts_local_name(fn));
+        snprintf(local, sizeof local, "local function %s(keys, args)", hf_front_local_name(fn));
         assert_non_null(strstr(lib, local));
     }
 }

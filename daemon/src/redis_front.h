@@ -1,8 +1,10 @@
-/* scripts.h - the holdfast Redis Functions library and how it is called:
- * FCALL, or EVALSHA of the same code re-sent as EVAL on NOSCRIPT; and
- * whether Release may use the server's native DELEX ... IFEQ. */
-#ifndef HF_SCRIPTS_H
-#define HF_SCRIPTS_H
+/* redis_front.h - the Redis front end: everything the ops send to Redis goes
+ * through here. The holdfast Functions library and how it is called (FCALL,
+ * or EVALSHA of the same code re-sent as EVAL on NOSCRIPT), plain commands
+ * (GET, DELEX), whether Release may use DELEX ... IFEQ, and routing to the
+ * single pool or the cluster. */
+#ifndef HF_REDIS_FRONT_H
+#define HF_REDIS_FRONT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -38,18 +40,18 @@ enum hf_script_code {
 enum hf_call_path { HF_PATH_NONE, HF_PATH_FCALL, HF_PATH_EVALSHA, HF_PATH_EVAL };
 enum hf_delex_state { HF_DELEX_UNKNOWN, HF_DELEX_ABSENT, HF_DELEX_PRESENT, HF_DELEX_DENIED };
 
-struct hf_scripts;
+struct hf_redis_front;
 
 /* Called when Redis becomes usable (library loaded on at least one
  * connection; in cluster mode: slot map complete and every primary with a
  * ready connection) or stops being usable. */
-typedef void hf_scripts_ready_fn(void *ud, bool ready);
+typedef void hf_front_ready_fn(void *ud, bool ready);
 
 /* Creates the Redis pool (or, with redis.cluster, the cluster's pools)
  * too; loading happens on every (re)connect to every node. */
-struct hf_scripts *hf_scripts_create(uv_loop_t *loop, const struct hf_config *cfg,
-                                     hf_scripts_ready_fn *on_ready, void *ud);
-void hf_scripts_close(struct hf_scripts *s);
+struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *cfg,
+                                     hf_front_ready_fn *on_ready, void *ud);
+void hf_front_close(struct hf_redis_front *s);
 
 /* Call a library function. keys/args are copied; nkeys >= 1 (the first key
  * routes the call in cluster mode). conn may be NULL; otherwise *conn, when
@@ -57,32 +59,32 @@ void hf_scripts_close(struct hf_scripts *s);
  * connection that gave the reply before cb runs (a cluster redirection may
  * change it), so that a WAIT can follow on the connection that wrote. 0, or
  * negative when nothing was sent (cb is then never called). */
-int hf_scripts_call(struct hf_scripts *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
+int hf_front_call(struct hf_redis_front *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
                     size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
                     const char *const *args, const size_t *arglens, uint32_t timeout_ms,
                     hf_redis_cb *cb, void *privdata) __attribute__((warn_unused_result));
 
 /* A plain command about `key` (DELEX, GET): on `conn` when not NULL, else on
  * a connection that serves the key; cluster redirections are followed. */
-int hf_scripts_command(struct hf_scripts *s, struct hf_redis_conn *conn, const char *key,
+int hf_front_command(struct hf_redis_front *s, struct hf_redis_conn *conn, const char *key,
                        size_t keylen, int argc, const char **argv, const size_t *argvlen,
                        uint32_t timeout_ms, hf_redis_cb *cb, void *privdata)
     __attribute__((warn_unused_result));
 /* A ready connection that serves `key`, or NULL. */
-struct hf_redis_conn *hf_scripts_pick(struct hf_scripts *s, const char *key, size_t keylen);
+struct hf_redis_conn *hf_front_pick(struct hf_redis_front *s, const char *key, size_t keylen);
 
-/* The single pool; NULL in cluster mode (use hf_scripts_pick). */
-struct hf_redis_pool *hf_scripts_pool(struct hf_scripts *s);
-bool hf_scripts_ready(const struct hf_scripts *s);
+/* The single pool; NULL in cluster mode (use hf_front_pick). */
+struct hf_redis_pool *hf_front_pool(struct hf_redis_front *s);
+bool hf_front_ready(const struct hf_redis_front *s);
 /* Release goes through DELEX ... IFEQ (configured and detected). */
-bool hf_scripts_release_uses_delex(const struct hf_scripts *s);
-const char *hf_scripts_path_name(const struct hf_scripts *s);
-const char *hf_scripts_release_path_name(const struct hf_scripts *s);
+bool hf_front_release_uses_delex(const struct hf_redis_front *s);
+const char *hf_front_path_name(const struct hf_redis_front *s);
+const char *hf_front_release_path_name(const struct hf_redis_front *s);
 
 /* The library as embedded at build time; exposed for tests. */
-const char *hf_scripts_library_text(size_t *len);
+const char *hf_front_library_text(size_t *len);
 /* The function's name inside the library ("hold") and in Redis ("hf1_hold"). */
-const char *hf_scripts_local_name(enum hf_script_fn fn);
-const char *hf_scripts_function_name(enum hf_script_fn fn);
+const char *hf_front_local_name(enum hf_script_fn fn);
+const char *hf_front_function_name(enum hf_script_fn fn);
 
 #endif
