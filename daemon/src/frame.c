@@ -1,6 +1,9 @@
 /* frame.c - length-prefixed protobuf frames. */
 #include "frame.h"
 
+#include "validate.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,4 +62,81 @@ const char *hf_code_name(hf_code code) {
     if (!v) return "UNKNOWN";
     /* Enum values are named CODE_<NAME>; logs and tools use <NAME>. */
     return strncmp(v->name, "CODE_", 5) == 0 ? v->name + 5 : v->name;
+}
+
+/* ---- strings on the wire ---- */
+
+/* A wire varint; false past the end or beyond 10 bytes. */
+static bool read_varint(const uint8_t **p, const uint8_t *end, uint64_t *out) {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 70 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80)) {
+            *out = v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Messages nest a few levels at most; deeper is refused rather than walked. */
+#define MAX_DEPTH 8
+
+static bool check_message(const ProtobufCMessageDescriptor *desc, const uint8_t *p,
+                          const uint8_t *end, int depth, char *field, size_t fieldlen) {
+    unsigned counts[32] = {0}; /* occurrences per field index, for "ids[i]" */
+    while (p < end) {
+        uint64_t tag, n;
+        if (!read_varint(&p, end, &tag)) return true; /* the decoder refuses it */
+        uint32_t number = (uint32_t)(tag >> 3);
+        switch (tag & 7) {
+        case 0:
+            if (!read_varint(&p, end, &n)) return true;
+            continue;
+        case 1:
+        case 5: {
+            size_t width = (tag & 7) == 1 ? 8 : 4;
+            if ((size_t)(end - p) < width) return true;
+            p += width;
+            continue;
+        }
+        case 2:
+            break;
+        default:
+            return true; /* groups: the decoder refuses them */
+        }
+        if (!read_varint(&p, end, &n) || n > (uint64_t)(end - p)) return true;
+        const uint8_t *value = p;
+        p += n;
+        const ProtobufCFieldDescriptor *fd =
+            protobuf_c_message_descriptor_get_field(desc, (unsigned)number);
+        if (!fd) continue; /* unknown to this daemon: not read, not checked */
+        size_t index = (size_t)(fd - desc->fields);
+        unsigned seen = index < 32 ? counts[index]++ : 0;
+        if (fd->type == PROTOBUF_C_TYPE_MESSAGE) {
+            if (depth >= MAX_DEPTH) {
+                snprintf(field, fieldlen, "%s", fd->name);
+                return false;
+            }
+            if (!check_message(fd->descriptor, value, value + n, depth + 1, field, fieldlen))
+                return false;
+            continue;
+        }
+        if (fd->type != PROTOBUF_C_TYPE_STRING) continue;
+        if (memchr(value, 0, n) || !hf_valid_utf8((const char *)value, n)) {
+            if (fd->label == PROTOBUF_C_LABEL_REPEATED)
+                snprintf(field, fieldlen, "%s[%u]", fd->name, seen);
+            else
+                snprintf(field, fieldlen, "%s", fd->name);
+            return false;
+        }
+    }
+    return true;
+}
+
+bool hf_frame_strings_ok(const uint8_t *payload, size_t len, char *field, size_t fieldlen) {
+    if (fieldlen) field[0] = '\0';
+    return check_message(&holdfast__v1__request__descriptor, payload, payload + len, 0, field,
+                         fieldlen);
 }

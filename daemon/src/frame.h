@@ -3,6 +3,7 @@
 #ifndef HF_FRAME_H
 #define HF_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,14 @@ enum hf_frame_status hf_frame_peek(const uint8_t *buf, size_t len, size_t max_pa
 /* Pack an envelope behind its 4-byte length into a malloc'd buffer. */
 uint8_t *hf_frame_pack_response(const hf_response_msg *msg, size_t *out_len);
 uint8_t *hf_frame_pack_request(const hf_request_msg *msg, size_t *out_len);
+
+/* Every string field of a Request, nested messages included, checked on the
+ * wire (protobuf-c stores strings NUL-terminated, so an embedded NUL would
+ * silently cut a value short after decoding): true when each holds valid
+ * UTF-8 without NUL bytes. Otherwise false, with the offending field's
+ * name (e.g. "ids[1]", "correlation_id") in `field`. Call it on a payload
+ * that decodes. */
+bool hf_frame_strings_ok(const uint8_t *payload, size_t len, char *field, size_t fieldlen);
 
 /* NULL when the bytes are not a valid Request. Free with hf_request_msg_free. */
 hf_request_msg *hf_frame_unpack_request(const uint8_t *payload, size_t len);

@@ -108,7 +108,9 @@ static void unref(struct hf_request *req) {
     if (req->op_timer_used) uv_close((uv_handle_t *)&req->op_timer, on_handle_closed);
 }
 
-static void dispatch(struct hf_client *c, hf_request_msg *msg) {
+/* bad_string: the name of a string field that holds a NUL or invalid UTF-8,
+ * or NULL. */
+static void dispatch(struct hf_client *c, hf_request_msg *msg, const char *bad_string) {
     struct hf_daemon *d = c->d;
     struct hf_request *req = calloc(1, sizeof *req);
     if (!req) {
@@ -138,6 +140,14 @@ static void dispatch(struct hf_client *c, hf_request_msg *msg) {
     req->deadline.data = req;
     uv_timer_start(&req->deadline, on_deadline, timeout, 0);
 
+    if (bad_string) {
+        /* Checked before anything reads a field: a value cut short at a NUL
+         * would name another resource, key or namespace. */
+        generate_correlation_id(req->correlation_id);
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), bad_string, NULL,
+                        "%s must be UTF-8 without NUL bytes", bad_string);
+        return;
+    }
     const char *cid = msg->correlation_id;
     bool cid_ok = cid && *cid && hf_valid_ref_id(cid, strlen(cid));
     if (cid_ok)
@@ -170,7 +180,8 @@ void hf_client_frame(struct hf_client *c, const uint8_t *payload, size_t len) {
         c->io->fatal(c->io_ctx, HF_CODE(INVALID_ARGUMENT), "frame is not a holdfast.v1.Request");
         return;
     }
-    dispatch(c, msg);
+    char bad[64];
+    dispatch(c, msg, hf_frame_strings_ok(payload, len, bad, sizeof bad) ? NULL : bad);
 }
 
 uint32_t hf_request_remaining_ms(const struct hf_request *req) {

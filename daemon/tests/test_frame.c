@@ -71,6 +71,77 @@ static void request_round_trip(void **state) {
     free(frame);
 }
 
+/* Pack a Hold, then overwrite the first `from` byte in the payload with `to`:
+ * protobuf-c cannot pack a NUL inside a string, the wire can carry one. */
+static uint8_t *hold_with_byte(const char *cid, char *ns, char **ids, size_t n_ids, uint8_t from,
+                               uint8_t to, size_t *len) {
+    hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+    Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
+    hold.namespace_ = ns;
+    hold.partition = "run-1";
+    hold.ids = ids;
+    hold.n_ids = n_ids;
+    req.id = 7;
+    req.correlation_id = (char *)cid;
+    req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD;
+    req.hold = &hold;
+    uint8_t *frame = hf_frame_pack_request(&req, len);
+    assert_non_null(frame);
+    uint8_t *hit = memchr(frame + HF_FRAME_HEADER, from, *len - HF_FRAME_HEADER);
+    assert_non_null(hit);
+    *hit = to;
+    return frame;
+}
+
+static void strings_with_nul_or_bad_utf8_are_named(void **state) {
+    (void)state;
+    char field[64];
+    size_t len;
+    char *ids[] = {"E7", "E#7", "E9"};
+    uint8_t *f = hold_with_byte("c-1", "seat", ids, 3, '#', 0, &len);
+    /* It still decodes (as "E"): only the wire check can tell. */
+    hf_request_msg *msg = hf_frame_unpack_request(f + HF_FRAME_HEADER, len - HF_FRAME_HEADER);
+    assert_non_null(msg);
+    assert_string_equal(msg->hold->ids[1], "E");
+    hf_request_msg_free(msg);
+    assert_false(hf_frame_strings_ok(f + HF_FRAME_HEADER, len - HF_FRAME_HEADER, field,
+                                     sizeof field));
+    assert_string_equal(field, "ids[1]");
+    free(f);
+
+    f = hold_with_byte("c-1", "s#at", ids, 1, '#', 0xff, &len);
+    assert_false(hf_frame_strings_ok(f + HF_FRAME_HEADER, len - HF_FRAME_HEADER, field,
+                                     sizeof field));
+    assert_string_equal(field, "namespace");
+    free(f);
+
+    f = hold_with_byte("c#1", "seat", ids, 1, '#', 0, &len);
+    assert_false(hf_frame_strings_ok(f + HF_FRAME_HEADER, len - HF_FRAME_HEADER, field,
+                                     sizeof field));
+    assert_string_equal(field, "correlation_id");
+    free(f);
+
+    /* A lone continuation byte, an overlong form and a surrogate. */
+    static const uint8_t bad[][3] = {{0x80, 0, 0}, {0xc0, 0xaf, 0}, {0xed, 0xa0, 0x80}};
+    for (size_t i = 0; i < 3; i++) {
+        char *one[] = {"A###"};
+        f = hold_with_byte("c-1", "seat", one, 1, '#', bad[i][0], &len);
+        uint8_t *rest = memchr(f + HF_FRAME_HEADER, '#', len - HF_FRAME_HEADER);
+        rest[0] = bad[i][1] ? bad[i][1] : 'x';
+        if (bad[i][2]) rest[1] = bad[i][2];
+        assert_false(hf_frame_strings_ok(f + HF_FRAME_HEADER, len - HF_FRAME_HEADER, field,
+                                         sizeof field));
+        assert_string_equal(field, "ids[0]");
+        free(f);
+    }
+
+    /* Valid multi-byte UTF-8 passes. */
+    f = hold_with_byte("c-1", "seat", ids, 3, '#', '#', &len);
+    assert_true(hf_frame_strings_ok(f + HF_FRAME_HEADER, len - HF_FRAME_HEADER, field,
+                                    sizeof field));
+    free(f);
+}
+
 static void garbage_is_refused(void **state) {
     (void)state;
     uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
@@ -94,6 +165,7 @@ int main(void) {
         cmocka_unit_test(peek_refuses_oversized_lengths_at_once),
         cmocka_unit_test(request_round_trip),
         cmocka_unit_test(garbage_is_refused),
+        cmocka_unit_test(strings_with_nul_or_bad_utf8_are_named),
         cmocka_unit_test(names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
