@@ -123,6 +123,8 @@ static const struct field limits_fields[] = {
      NULL, RELOAD, "Deadline of a request that sets none; at most `max_timeout_ms`."},
     {"limits.max_timeout_ms", F_UINT, CFG(max_timeout_ms), 30000, NULL, 1, 3600000, NULL,
      RELOAD, "Longer deadlines asked for by requests are cut to this."},
+    {"limits.min_timeout_ms", F_UINT, CFG(min_timeout_ms), 10, NULL, 1, 60000, NULL, RELOAD,
+     "Shorter deadlines asked for by requests are raised to this (the floor)."},
     {"limits.drain_timeout_ms", F_UINT, CFG(drain_timeout_ms), 5000, NULL, 0, 3600000, NULL,
      RELOAD, "How long `SIGTERM` waits for requests in flight."},
 };
@@ -495,6 +497,9 @@ static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
     if (cfg->default_timeout_ms > cfg->max_timeout_ms)
         return fail(ctx, "limits.default_timeout_ms", "must not exceed limits.max_timeout_ms (%u)",
                     cfg->max_timeout_ms);
+    if (cfg->min_timeout_ms > cfg->default_timeout_ms)
+        return fail(ctx, "limits.min_timeout_ms", "must not exceed limits.default_timeout_ms (%u)",
+                    cfg->default_timeout_ms);
     if (!valid_redis_address(cfg->redis_address))
         return fail(ctx, "redis.address", "must be \"unix:/path\" or \"host:port\"");
     for (size_t i = 0; i < cfg->n_redis_seeds; i++) {

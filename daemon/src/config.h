@@ -65,6 +65,7 @@ struct hf_config {
     uint32_t max_connections;
     uint32_t max_ids;
     uint32_t default_timeout_ms;
+    uint32_t min_timeout_ms;
     uint32_t max_timeout_ms;
     uint32_t drain_timeout_ms;
 

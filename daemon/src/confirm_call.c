@@ -12,9 +12,10 @@
 #include "pg_pool.h"
 #include "validate.h"
 
-/* A statement may outlive its request by this much, so that a result that
- * is only a little late still settles the outcome on the same connection. */
-#define PG_GRACE_MS 250
+/* A sent statement's connection is dropped (and the outcome resolved on
+ * another) only this long after the server's own statement_timeout: the
+ * request's deadline answers the caller, never ends a shared connection. */
+#define PG_GRACE_MS 1000
 /* Lock waits inside the SQL functions give up this long before the
  * request's deadline, so a blocked confirm ends with a clean rollback. */
 #define LOCK_MARGIN_MS 50
@@ -272,8 +273,11 @@ static void on_statement_result(void *privdata, const struct hf_pg_result *r) {
 void hf_claim_run(struct claim_call *cc, const char *sql, int nparams, const char *const *values,
                   const int *lengths, const int *formats) {
     struct hf_request *req = cc->req;
+    /* Sent within the request's deadline or not at all; lock waits inside
+     * end by then too (hf_claim_lock_budget). */
     int rc = hf_pg_query(req->d->pg, sql, nparams, values, lengths, formats,
-                         hf_request_remaining_ms(req) + PG_GRACE_MS, on_statement_result, cc);
+                         hf_request_remaining_ms(req), req->cfg->pg_statement_timeout_ms + PG_GRACE_MS,
+                         on_statement_result, cc);
     if (rc != 0) {
         req->db_outcome = "not_sent";
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "postgres %s",

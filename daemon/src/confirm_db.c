@@ -123,6 +123,7 @@ static void on_prune_timer(uv_timer_t *t) {
     snprintf(retention, sizeof retention, "%u", db->retention_s);
     const char *values[] = {retention, PRUNE_BATCH};
     if (hf_pg_query(db->pool, SQL_PRUNE, 2, values, NULL, NULL, db->statement_timeout_ms + 1000,
+                    db->statement_timeout_ms + 1000,
                     on_pruned, db) == 0) {
         db->prune_in_flight = true;
         return;

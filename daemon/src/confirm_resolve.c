@@ -81,8 +81,8 @@ static void attempt(void *arg) {
                               rs->reference, rs->payload, pid,     start,         wait_s};
     int lengths[10] = {0, 0, 0, 0, 0, 0, (int)rs->payload_len, 0, 0, 0};
     int formats[10] = {0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-    int rc = hf_pg_query(req->d->pg, SQL_RESOLVE, 10, values, lengths, formats, left, on_result,
-                         rs);
+    int rc = hf_pg_query(req->d->pg, SQL_RESOLVE, 10, values, lengths, formats, left, left,
+                         on_result, rs);
     if (rc == -ESHUTDOWN || (rc != 0 && !req->d->pg)) finish(rs, HF_RESOLVED_UNKNOWN, "shutting down");
     else if (rc != 0) retry(rs, "postgres is not connected");
 }

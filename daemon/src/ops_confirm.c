@@ -234,7 +234,7 @@ void hf_op_confirm(struct hf_request *req) {
     if (!req->d->redis ||
         hf_front_call(req->d->redis, NULL, HF_FN_CONFIRM_CHECK, ks->count - 1, ks->keys + 1,
                         ks->lens + 1, 2, args, lens,
-                        hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                        req->cfg->redis_command_timeout_ms,
                         on_check_reply, cc) != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "confirm check");
         hf_claim_done(cc);

@@ -121,10 +121,12 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
         return;
     }
     hf_request_note_token(req, hc->token, strlen(hc->token));
-    if (req->answered) {
-        /* The deadline passed while Redis was granting: nobody will ever
-         * know this token, so give the resources back now. */
+    if (req->answered || hf_request_client_gone(req)) {
+        /* The deadline passed while Redis was granting, or the client has
+         * gone: nobody will ever know this token, so give the resources back
+         * now. */
         hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
+        if (!req->answered) hc->why_withdrawn = "the client disconnected before the grant";
         withdraw_grant(hc);
         return;
     }
@@ -200,7 +202,7 @@ void hf_op_hold(struct hf_request *req) {
      * possibly another node's after a redirection) before on_hold_reply. */
     if (hf_front_call(req->d->redis, &hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
                         t->keys->lens, 2, args, lens,
-                        hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                        req->cfg->redis_command_timeout_ms,
                         on_hold_reply, hc) != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "hold");
         hf_request_op_done(req);

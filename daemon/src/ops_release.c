@@ -130,7 +130,7 @@ static void classify_leftovers(struct release_call *dc) {
         size_t lens[] = {3, ks->lens[i + 1]};
         if (hf_front_command(req->d->redis, NULL, ks->keys[i + 1], ks->lens[i + 1], 2, argv,
                                lens,
-                               hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                               req->cfg->redis_command_timeout_ms,
                                on_classify, item) != 0) {
             if (!dc->first_index) {
                 dc->first_index = i + 1;
@@ -181,7 +181,7 @@ static void release_with_delex(struct release_call *dc, const char *token) {
         size_t lens[] = {5, t->keys->lens[i + 1], 4, strlen(token)};
         if (hf_front_command(req->d->redis, conn, t->keys->keys[i + 1], t->keys->lens[i + 1],
                                4, argv, lens,
-                               hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                               req->cfg->redis_command_timeout_ms,
                                on_delex_reply, item) != 0) {
             dc->failed = true;
             dc->failure = HF_REDIS_NOT_SENT;
@@ -213,7 +213,7 @@ void hf_op_release(struct hf_request *req) {
     hf_request_op_start(req);
     if (hf_front_call(req->d->redis, NULL, HF_FN_RELEASE, t->keys->count - 1,
                         t->keys->keys + 1, t->keys->lens + 1, 1, args, lens,
-                        hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                        req->cfg->redis_command_timeout_ms,
                         on_release_reply, rc) != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "release");
         hf_request_op_done(req);

@@ -59,7 +59,7 @@ void hf_op_status(struct hf_request *req) {
     hf_request_op_start(req);
     if (hf_front_call(req->d->redis, NULL, HF_FN_STATUS, t->keys->count - 1,
                         t->keys->keys + 1, t->keys->lens + 1, 1, args, lens,
-                        hf_request_backend_timeout(req, req->cfg->redis_command_timeout_ms),
+                        req->cfg->redis_command_timeout_ms,
                         on_status_reply, req) != 0) {
         hf_answer_redis_failure(req, NULL, HF_REDIS_NOT_SENT, "status");
         hf_request_op_done(req);

@@ -72,6 +72,7 @@ struct pg_call {
     struct pg_conn *conn; /* set once sent */
     hf_pg_cb *cb;
     void *privdata;
+    uint32_t run_ms;      /* its bound once sent */
     bool done;
     PGresult *first;      /* the statement's result */
     PGresult *error;      /* the first error after it (commit failed, connection lost) */
@@ -298,12 +299,15 @@ static void collect(struct pg_conn *c) {
 }
 
 /* false: nothing reached the server (the connection is probably broken). */
+static void on_call_deadline(uv_timer_t *t);
+
 static bool send_call(struct pg_conn *c, struct pg_call *call) {
     if (!PQsendQueryParams(c->pg, call->sql, call->nparams, NULL, call->values, call->lengths,
                            call->formats, 0))
         return false;
     c->call = call;
     call->conn = c;
+    uv_timer_start(&call->timer, on_call_deadline, call->run_ms ? call->run_ms : 1, 0);
     /* < 0: the socket failed; the poll callback will see it and reset. */
     int f = PQflush(c->pg);
     if (watch_set(c, UV_READABLE | (f != 0 ? UV_WRITABLE : 0), false) != 0)
@@ -372,7 +376,7 @@ static void on_call_deadline(uv_timer_t *t) {
     if (call->conn) {
         /* No way to cancel without blocking (PQcancel is synchronous): drop
          * the connection. The call ends IN_DOUBT from inside the reset. */
-        conn_reset(call->conn, "a call's deadline passed before its result");
+        conn_reset(call->conn, "a statement ran past its bound without a result");
         return;
     }
     unqueue(call->pool, call);
@@ -417,13 +421,14 @@ static struct pg_call *call_new(struct hf_pg_pool *pool, const char *sql, int np
 
 int hf_pg_query(struct hf_pg_pool *pool, const char *sql, int nparams,
                 const char *const *values, const int *lengths, const int *formats,
-                uint32_t timeout_ms, hf_pg_cb *cb, void *privdata) {
+                uint32_t send_within_ms, uint32_t run_ms, hf_pg_cb *cb, void *privdata) {
     if (!pool) return -ENOTCONN;
     if (pool->closing) return -ESHUTDOWN;
     if (pool->ready == 0) return -ENOTCONN;
     struct pg_call *call = call_new(pool, sql, nparams, values, lengths, formats, cb, privdata);
     if (!call) return -ENOMEM;
-    uv_timer_start(&call->timer, on_call_deadline, timeout_ms ? timeout_ms : 1, 0);
+    call->run_ms = run_ms;
+    uv_timer_start(&call->timer, on_call_deadline, send_within_ms ? send_within_ms : 1, 0);
     if (pool->tail) pool->tail->next = call;
     else pool->head = call;
     pool->tail = call;
@@ -553,7 +558,7 @@ static void connected(struct pg_conn *c) {
         conn_reset(c, "out of memory");
         return;
     }
-    uv_timer_start(&call->timer, on_call_deadline, pool->connect_timeout_ms, 0);
+    call->run_ms = pool->connect_timeout_ms;
     if (!send_call(c, call)) {
         call_finish(call, HF_PG_NOT_SENT, NULL, NULL, PQerrorMessage(c->pg), c);
     }

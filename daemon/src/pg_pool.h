@@ -82,14 +82,18 @@ void *hf_pg_pool_owner(const struct hf_pg_pool *pool);
 
 /* Run one statement with text results. values/lengths/formats as for
  * PQsendQueryParams (lengths and formats may be NULL: all text); everything
- * is copied. The call waits for a free connection and ends by timeout_ms at
- * the latest. 0, or negative when nothing was accepted (cb never called):
- * -ENOTCONN when no connection is ready, -ESHUTDOWN when closing. A caller
- * that ignores it would wait for a callback that never comes. */
+ * is copied. The call waits at most send_within_ms for a free connection
+ * (then NOT_SENT: a caller's deadline never sends a statement late); once
+ * sent it has run_ms to finish before its connection is dropped and it ends
+ * IN_DOUBT — make that longer than the server's own statement_timeout, so
+ * that only a stuck connection is ever dropped. 0, or negative when nothing
+ * was accepted (cb never called): -ENOTCONN when no connection is ready,
+ * -ESHUTDOWN when closing. A caller that ignores it would wait for a
+ * callback that never comes. */
 __attribute__((warn_unused_result))
 int hf_pg_query(struct hf_pg_pool *pool, const char *sql, int nparams,
                 const char *const *values, const int *lengths, const int *formats,
-                uint32_t timeout_ms, hf_pg_cb *cb, void *privdata);
+                uint32_t send_within_ms, uint32_t run_ms, hf_pg_cb *cb, void *privdata);
 
 unsigned hf_pg_pool_ready_count(const struct hf_pg_pool *pool);
 const char *hf_pg_status_name(enum hf_pg_status status);

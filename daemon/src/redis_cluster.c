@@ -38,6 +38,7 @@ struct hf_redis_cluster {
     size_t n_seeds;
     char *username;
     char *password;
+    uint32_t stall_ms;
     uint32_t pool_size;
     uint32_t connect_timeout_ms;
     uint32_t command_timeout_ms;
@@ -141,6 +142,7 @@ static struct node *node_add(struct hf_redis_cluster *c, const char *addr, bool 
         .password = c->password,
         .pool_size = seed ? 1 : c->pool_size,
         .connect_timeout_ms = c->connect_timeout_ms,
+        .stall_ms = c->stall_ms,
         .no_metrics = seed,
     };
     if (n->addr)
@@ -590,6 +592,7 @@ struct hf_redis_cluster *hf_redis_cluster_create(uv_loop_t *loop,
     if (!c) return NULL;
     c->loop = loop;
     c->pool_size = opts->pool_size ? opts->pool_size : 1;
+    c->stall_ms = opts->stall_ms;
     c->connect_timeout_ms = opts->connect_timeout_ms;
     c->command_timeout_ms = opts->command_timeout_ms;
     c->setup = setup;

@@ -285,6 +285,18 @@ static void on_pool_state(void *ud, unsigned ready) {
     if (s->on_ready) s->on_ready(s->ud, ready > 0);
 }
 
+/* A connection is reset when its oldest reply is this late: the command
+ * timeout (every call's own bound) plus a grace, so that one caller's short
+ * deadline never costs anyone else their connection. */
+#define STALL_GRACE_MS 1000
+
+static uint32_t stall_ms(const struct hf_config *cfg) {
+    uint32_t longest = cfg->redis_command_timeout_ms > cfg->redis_connect_timeout_ms
+                           ? cfg->redis_command_timeout_ms
+                           : cfg->redis_connect_timeout_ms; /* set-up calls use this */
+    return longest + STALL_GRACE_MS;
+}
+
 /* The seeds are redis.address and redis.seeds; every primary found in the
  * slot map gets its own pool, set up like the single pool. */
 static struct hf_redis_cluster *create_cluster(uv_loop_t *loop, const struct hf_config *cfg,
@@ -302,6 +314,7 @@ static struct hf_redis_cluster *create_cluster(uv_loop_t *loop, const struct hf_
         .pool_size = cfg->redis_pool_size,
         .connect_timeout_ms = cfg->redis_connect_timeout_ms,
         .command_timeout_ms = s->setup_timeout_ms,
+        .stall_ms = stall_ms(cfg),
     };
     struct hf_redis_cluster *c =
         hf_redis_cluster_create(loop, &opts, on_connection_setup, on_pool_state, s);
@@ -342,6 +355,7 @@ struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *
         .db = cfg->redis_db,
         .pool_size = cfg->redis_pool_size,
         .connect_timeout_ms = cfg->redis_connect_timeout_ms,
+        .stall_ms = stall_ms(cfg),
     };
     s->pool = hf_redis_pool_create(loop, &opts, on_connection_setup, on_pool_state, s);
     if (!s->pool) {

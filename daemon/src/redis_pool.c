@@ -18,15 +18,18 @@
 
 enum conn_state { C_IDLE, C_CONNECTING, C_SETUP, C_READY, C_CLOSED };
 
+struct call;
+
 struct hf_redis_conn {
     struct hf_redis_pool *pool;
     unsigned index;
     redisAsyncContext *ac;
     enum conn_state state;
     uv_timer_t timer; /* connect timeout, then reconnect backoff */
+    uv_timer_t stall; /* fires when the oldest outstanding call may be stalled */
+    struct call *oldest, *newest; /* outstanding calls, in the order sent */
     unsigned failures;
     unsigned pending;
-    uint64_t last_reply_ms;
     bool ever_ready;
     bool in_connect_cb;         /* inside on_connect (see conn_reset) */
     const char *deferred_reset; /* why, while a reset waits for the loop */
@@ -39,6 +42,7 @@ struct hf_redis_pool {
     char *password;
     uint32_t db;
     uint32_t connect_timeout_ms;
+    uint32_t stall_ms;
     bool no_metrics;
     hf_redis_setup_fn *setup;
     hf_redis_state_fn *on_state;
@@ -57,6 +61,7 @@ struct hf_redis_pool {
 struct call {
     uv_timer_t timer;
     struct hf_redis_conn *conn;
+    struct call *next; /* the next one sent on conn */
     hf_redis_cb *cb;
     void *privdata;
     uint64_t sent_ms;
@@ -103,12 +108,44 @@ static void schedule_reconnect(struct hf_redis_conn *conn) {
 
 static void on_call_closed(uv_handle_t *h) { free(h->data); }
 
+/* Replies come in the order sent, so the call is almost always the oldest. */
+static void unlink_call(struct hf_redis_conn *conn, struct call *call) {
+    struct call **pp = &conn->oldest, *prev = NULL;
+    while (*pp && *pp != call) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (!*pp) return;
+    *pp = call->next;
+    if (conn->newest == call) conn->newest = prev;
+    call->next = NULL;
+}
+
+static void on_stall_check(uv_timer_t *t);
+
+/* Reset the connection when its oldest outstanding reply is older than the
+ * stall bound; otherwise look again when it would be. */
+static void check_stall(struct hf_redis_conn *conn) {
+    struct call *oldest = conn->oldest;
+    if (!oldest || conn->pool->closing) return;
+    uint64_t now = uv_now(conn->pool->loop);
+    uint64_t age = now - oldest->sent_ms;
+    if (age >= conn->pool->stall_ms) {
+        if (conn->ac && (conn->state == C_READY || conn->state == C_SETUP))
+            hf_redis_conn_reset(conn, "no reply for longer than the stall bound");
+        return;
+    }
+    uv_timer_start(&conn->stall, on_stall_check, conn->pool->stall_ms - age, 0);
+}
+
+static void on_stall_check(uv_timer_t *t) { check_stall(t->data); }
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     (void)ac;
     struct call *call = privdata;
     struct hf_redis_conn *conn = call->conn;
     conn->pending--;
-    if (r) conn->last_reply_ms = uv_now(conn->pool->loop);
+    unlink_call(conn, call);
     if (!call->done) {
         call->done = true;
         uv_timer_stop(&call->timer);
@@ -120,16 +157,11 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
 
 static void on_call_timeout(uv_timer_t *t) {
     struct call *call = t->data;
-    struct hf_redis_conn *conn = call->conn;
     call->done = true;
     hf_metrics_inc(HF_C_REDIS_TIMEOUTS);
+    /* The caller stops waiting; the connection is judged by the stall rule
+     * alone (check_stall), and a late reply is dropped. */
     call->cb(call->privdata, HF_REDIS_TIMEOUT, NULL);
-    /* A late reply is dropped. A connection that has said nothing since this
-     * call was sent is presumed dead (a paused or partitioned server): reset
-     * it so that the next calls do not queue behind it. */
-    if (conn->last_reply_ms <= call->sent_ms && conn->ac &&
-        (conn->state == C_READY || conn->state == C_SETUP))
-        hf_redis_conn_reset(conn, "silent past a call's deadline");
 }
 
 int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
@@ -147,6 +179,11 @@ int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, si
         return -EIO;
     }
     conn->pending++;
+    if (conn->newest) conn->newest->next = call;
+    else conn->oldest = call;
+    conn->newest = call;
+    if (!uv_is_active((uv_handle_t *)&conn->stall))
+        uv_timer_start(&conn->stall, on_stall_check, conn->pool->stall_ms, 0);
     uv_timer_init(conn->pool->loop, &call->timer);
     call->timer.data = call;
     uv_timer_start(&call->timer, on_call_timeout, timeout_ms ? timeout_ms : 1, 0);
@@ -406,6 +443,7 @@ struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
     pool->password = opts->password ? strdup(opts->password) : NULL;
     pool->db = opts->db;
     pool->connect_timeout_ms = opts->connect_timeout_ms;
+    pool->stall_ms = opts->stall_ms ? opts->stall_ms : 10000;
     pool->no_metrics = opts->no_metrics;
     pool->setup = setup;
     pool->on_state = on_state;
@@ -418,7 +456,9 @@ struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
         conn->index = i;
         uv_timer_init(loop, &conn->timer);
         conn->timer.data = conn;
-        pool->open_timers++;
+        uv_timer_init(loop, &conn->stall);
+        conn->stall.data = conn;
+        pool->open_timers += 2;
     }
     for (unsigned i = 0; i < n; i++) {
         /* Connect from the loop so that callbacks never run inside create(). */
@@ -451,6 +491,7 @@ void hf_redis_pool_close(struct hf_redis_pool *pool) {
         }
         conn->state = C_CLOSED;
         uv_close((uv_handle_t *)&conn->timer, on_pool_timer_closed);
+        uv_close((uv_handle_t *)&conn->stall, on_pool_timer_closed);
     }
     /* Connections whose free hiredis deferred left the count without
      * passing through set_state(). */

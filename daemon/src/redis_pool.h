@@ -38,6 +38,10 @@ struct hf_redis_pool_options {
     uint32_t db;
     uint32_t pool_size;
     uint32_t connect_timeout_ms;
+    /* A connection is reset only when its oldest outstanding reply is older
+     * than this (a paused or partitioned server): a caller's short deadline
+     * ends that caller's wait, never the shared connection. 0: 10 s. */
+    uint32_t stall_ms;
     bool no_metrics;      /* leave the pool gauges alone (cluster seed connections) */
 };
 

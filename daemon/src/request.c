@@ -17,7 +17,10 @@ struct hf_client {
     const struct hf_client_io *io;
     void *io_ctx;
     uint32_t uid, gid;
-    struct hf_request *requests; /* not answered yet */
+    /* Every request not yet freed: answered ones too while their backend
+     * calls go on, so a client that floods short deadlines is still bounded
+     * by limits.max_inflight_per_conn. */
+    struct hf_request *requests;
     unsigned in_flight;
 };
 
@@ -103,6 +106,8 @@ static void on_handle_closed(uv_handle_t *h) {
 
 static void unref(struct hf_request *req) {
     if (--req->refs > 0) return;
+    /* Answered and nothing of its op pending: its slot is free now. */
+    if (req->client) client_remove(req->client, req);
     req->open_handles = 1 + req->op_timer_used;
     uv_close((uv_handle_t *)&req->deadline, on_handle_closed);
     if (req->op_timer_used) uv_close((uv_handle_t *)&req->op_timer, on_handle_closed);
@@ -134,6 +139,7 @@ static void dispatch(struct hf_client *c, hf_request_msg *msg, const char *bad_s
 
     uint32_t timeout = msg->timeout_ms ? msg->timeout_ms : req->cfg->default_timeout_ms;
     if (timeout > req->cfg->max_timeout_ms) timeout = req->cfg->max_timeout_ms;
+    if (timeout < req->cfg->min_timeout_ms) timeout = req->cfg->min_timeout_ms;
     msg->timeout_ms = timeout;
     req->deadline_ms = uv_now(d->loop) + timeout;
     uv_timer_init(d->loop, &req->deadline);
@@ -242,6 +248,8 @@ void hf_request_timer_stop(struct hf_request *req) {
     if (req->op_timer_used) uv_timer_stop(&req->op_timer);
 }
 
+bool hf_request_client_gone(const struct hf_request *req) { return !req->client; }
+
 void hf_request_note_token(struct hf_request *req, const char *token, size_t len) {
     hf_token_fingerprint(token, len, req->token_fp);
 }
@@ -340,7 +348,6 @@ void hf_request_reply(struct hf_request *req, hf_response_msg *resp) {
     log_request(req, resp, latency_us);
     struct hf_client *c = req->client;
     if (c) {
-        client_remove(c, req);
         size_t len;
         uint8_t *frame = hf_frame_pack_response(resp, &len);
         if (frame) c->io->send(c->io_ctx, frame, len);

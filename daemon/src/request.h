@@ -77,7 +77,8 @@ void hf_client_frame(struct hf_client *c, const uint8_t *payload, size_t len);
 /* The connection went away: requests in flight keep running and their
  * answers are dropped. Frees the client. */
 void hf_client_gone(struct hf_client *c);
-/* Requests of this client not answered yet. */
+/* Requests of this client still alive: not answered yet, or answered while
+ * their backend calls go on. */
 unsigned hf_client_in_flight(const struct hf_client *c);
 
 /* ---- one request, for the ops ---- */
@@ -107,6 +108,9 @@ void hf_request_op_done(struct hf_request *req);
 void hf_request_timer_start(struct hf_request *req, uint64_t ms, void (*cb)(void *arg),
                             void *arg);
 void hf_request_timer_stop(struct hf_request *req);
+
+/* The client disconnected: nobody will ever read this request's answer. */
+bool hf_request_client_gone(const struct hf_request *req);
 
 /* Record a token's fingerprint for the log line (never the token). */
 void hf_request_note_token(struct hf_request *req, const char *token, size_t len);

@@ -139,6 +139,7 @@ static const struct {
     {"limits.max_ids", "", "limits = { max_ids = 2 }", false},
     {"limits.default_timeout_ms", "", "limits = { default_timeout_ms = 100 }", false},
     {"limits.max_timeout_ms", "", "limits = { max_timeout_ms = 40000 }", false},
+    {"limits.min_timeout_ms", "", "limits = { min_timeout_ms = 20 }", false},
     {"limits.drain_timeout_ms", "", "limits = { drain_timeout_ms = 0 }", false},
     {"log.level", "", "log = { level = 'debug' }", false},
     {"log.fingerprint_key", "", "log = { fingerprint_key = 'k' }", false},

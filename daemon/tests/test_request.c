@@ -39,7 +39,7 @@ enum {
 static const char config_text[] =
     "return { namespaces = { seat = {} },\n"
     "  limits = { max_inflight_per_conn = 2, default_timeout_ms = 10000,\n"
-    "             max_timeout_ms = 60000 } }";
+    "             max_timeout_ms = 60000, min_timeout_ms = 5 } }";
 
 struct fx {
     struct hf_daemon d; /* first: an op finds the fixture from req->d */
@@ -400,8 +400,9 @@ static void the_deadline_answers_and_the_context_outlives_it(void **state) {
     assert_int_equal(r->code, HF_CODE(DEADLINE_EXCEEDED));
     assert_non_null(strstr(r->message, "20 ms"));
     flush(fx);
-    /* Answered, but the op still holds its context. */
-    assert_int_equal(hf_client_in_flight(fx->client), 0);
+    /* Answered, but the op still holds its context, and its slot: a client
+     * that floods short deadlines stays bounded by max_inflight_per_conn. */
+    assert_int_equal(hf_client_in_flight(fx->client), 1);
     assert_int_equal(fx->d.in_flight, 1);
     assert_int_equal(fx->ctx_freed, 0);
 
@@ -414,12 +415,12 @@ static void the_deadline_answers_and_the_context_outlives_it(void **state) {
     assert_int_equal(metric(ok), ok_before);
 }
 
-static void timeout_zero_takes_the_default_and_large_ones_are_capped(void **state) {
+static void timeout_zero_takes_the_default_and_others_are_capped_and_floored(void **state) {
     struct fx *fx = *state;
     static const struct {
         uint32_t asked, effective, backend;
     } cases[] = {{0, 10000, 300}, {250, 250, 250}, {60000, 60000, 300}, {60001, 60000, 300},
-                 {UINT32_MAX, 60000, 300}};
+                 {UINT32_MAX, 60000, 300}, {1, 5, 5}, {5, 5, 5}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         send_req(fx, (struct req_spec){.id = i + 1, .method = M_PROBE,
                                        .timeout_ms = cases[i].asked});
@@ -519,7 +520,7 @@ int main(void) {
         T(the_real_tables_unknown_row_answers_unimplemented),
         T(an_op_answers_later_from_its_timer),
         T(the_deadline_answers_and_the_context_outlives_it),
-        T(timeout_zero_takes_the_default_and_large_ones_are_capped),
+        T(timeout_zero_takes_the_default_and_others_are_capped_and_floored),
         T(a_third_concurrent_request_is_refused),
         T(a_client_that_goes_away_gets_no_answers),
         T(draining_refuses_new_requests_and_reports_idle),
