@@ -98,11 +98,13 @@ void hf_log(enum hf_log_level level, const char *fmt, ...) {
     if (!hf_log_enabled(level)) return;
     char *line = buffer + buffered;
     size_t len = format_prefix(line, level);
+    size_t room = LOG_LINE_MAX - len - 1; /* the newline's byte stays free */
     va_list ap;
     va_start(ap, fmt);
-    int w = vsnprintf(line + len, LOG_LINE_MAX - len - 1, fmt, ap);
+    int w = vsnprintf(line + len, room, fmt, ap);
     va_end(ap);
-    if (w > 0) len += (size_t)w;
-    if (len > LOG_LINE_MAX - 1) len = LOG_LINE_MAX - 1; /* truncated, still one line */
+    /* Truncated: vsnprintf wrote room - 1 characters and a NUL, which must
+     * not reach the log. Still one line. */
+    if (w > 0) len += (size_t)w < room ? (size_t)w : room - 1;
     finish_line(level, len);
 }

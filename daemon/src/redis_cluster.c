@@ -371,10 +371,18 @@ static void request_refresh(struct hf_redis_cluster *c) {
     schedule_refresh(c, c->last_refresh_ms && next > now ? next - now : 0);
 }
 
-/* MOVED names the slot's owner: believe it at once (the call is re-sent
- * there) and fetch the whole map, since a move rarely comes alone. */
+/* A node the slot map (from CLUSTER SLOTS) or the configuration named.
+ * Redirections go only to these: a reply cannot point the daemon at an
+ * address nobody configured or announced. */
+static bool node_known(struct hf_redis_cluster *c, const char *addr) {
+    return node_find(c, addr, false) || node_find(c, addr, true);
+}
+
+/* MOVED names the slot's owner: believe it at once when it is a known node
+ * (the call is re-sent there) and fetch the whole map, since a move rarely
+ * comes alone. */
 static void note_moved(struct hf_redis_cluster *c, unsigned slot, const char *addr) {
-    struct node *n = node_get(c, addr);
+    struct node *n = node_known(c, addr) ? node_get(c, addr) : NULL;
     if (n && c->slots[slot] != n) {
         c->slots[slot] = n;
         recount(c);
@@ -512,7 +520,18 @@ static void on_ccall_reply(void *privdata, enum hf_redis_status status, redisRep
         hf_metrics_inc(kind == HF_REDIRECT_MOVED ? HF_C_REDIS_MOVED : HF_C_REDIS_ASK);
         /* Only the map changes on MOVED; ASK is about this one call. */
         if (kind == HF_REDIRECT_MOVED) note_moved(c, slot, addr);
-        if (cc->redirects++ < MAX_REDIRECTS && !c->closing) {
+        if (!node_known(c, addr) && cc->redirects++ < MAX_REDIRECTS && !c->closing &&
+            time_left(cc) > 0) {
+            /* Not in the map yet (a new primary) or not a node at all: only
+             * a refreshed map, from the nodes we know, may add it. Wait for
+             * it and route by slot again. */
+            request_refresh(c);
+            cc->target[0] = '\0';
+            cc->asking = false;
+            ccall_pause(cc, pause_ms(cc));
+            return;
+        }
+        if (node_known(c, addr) && cc->redirects++ < MAX_REDIRECTS && !c->closing) {
             snprintf(cc->target, sizeof cc->target, "%s", addr);
             cc->asking = kind == HF_REDIRECT_ASK;
             /* The command was refused before it ran, so sending it again is

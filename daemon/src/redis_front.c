@@ -465,7 +465,10 @@ static void on_call_reply(void *privdata, enum hf_redis_status status, redisRepl
     }
     if (status == HF_REDIS_OK && r->type == REDIS_REPLY_ERROR) {
         hf_metrics_inc(HF_C_REDIS_ERRORS);
-        log_warn("redis: %s failed: %s", fn_names[c->fn].function, r->str);
+        char code[32];
+        hf_redis_error_code(r, code, sizeof code);
+        log_warn("redis: %s failed with %s (the error's text is not logged: it may echo the "
+                 "call's arguments)", fn_names[c->fn].function, code);
     }
     call_done(c, status, r);
 }

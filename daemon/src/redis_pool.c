@@ -83,6 +83,17 @@ const char *hf_redis_failure_text(enum hf_redis_status status, const redisReply 
     return reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply";
 }
 
+void hf_redis_error_code(const redisReply *reply, char *out, size_t outlen) {
+    size_t n = 0;
+    const char *str = reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "";
+    while (n + 1 < outlen && str[n] >= 'A' && str[n] <= 'Z') {
+        out[n] = str[n];
+        n++;
+    }
+    if (n == 0 && outlen > 3) memcpy(out, "ERR", n = 3);
+    if (outlen) out[n] = '\0';
+}
+
 static void on_backoff(uv_timer_t *t);
 
 static void set_state(struct hf_redis_conn *conn, enum conn_state state) {

@@ -24,6 +24,11 @@ const char *hf_redis_status_name(enum hf_redis_status status);
  * error reply its text. */
 const char *hf_redis_failure_text(enum hf_redis_status status, const redisReply *reply);
 
+/* The error reply's code (its leading capitals: "ERR", "NOSCRIPT",
+ * "WRONGTYPE", ...) into out, for logs: the rest of a script's error text can
+ * echo its arguments, tokens included, and is never logged. */
+void hf_redis_error_code(const redisReply *reply, char *out, size_t outlen);
+
 /* Called exactly once per accepted command. `reply` is borrowed for the
  * duration of the call and is NULL unless status is HF_REDIS_OK. */
 typedef void hf_redis_cb(void *privdata, enum hf_redis_status status, redisReply *reply);
