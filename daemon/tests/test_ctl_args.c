@@ -275,7 +275,7 @@ static void usage_texts(void **state) {
         "\n  hold ", "\n  extend ", "\n  release ", "\n  status ", "\n  confirm ",
         "\n  cancel ", "\n  health ", "\n  library ", "\n  metrics ", "\n  check-config FILE",
         "\n  help [COMMAND]", "a bare number is milliseconds", "\n  0 ", "\n  1 ", "\n  2 ",
-        "\n  64 ", "--version", "--token-stdin",
+        "\n  3 ", "\n  64 ", "--version", "--token-stdin",
     };
     for (size_t i = 0; i < sizeof in_all / sizeof in_all[0]; i++)
         if (!strstr(all, in_all[i])) fail_msg("the usage lacks \"%s\"", in_all[i]);

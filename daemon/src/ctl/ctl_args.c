@@ -69,7 +69,7 @@ static const struct command_def command_defs[] = {
      RESOURCES " [--ttl DURATION]", NULL,
      "Take a hold on every ID of the partition, all or none. Prints token=, fence=\n"
      "and ttl_ms=. The token line is the only place holdfastctl ever prints a\n"
-     "token:\n"
+     "token; a degraded answer (exit status 3) has none:\n"
      "  TOKEN=$(holdfastctl hold seat run-1 E7 E8 | sed -n 's/^token=//p')\n"
      "  --ttl DURATION        how long the hold lasts (default: the namespace's\n"
      "                        default_ttl_ms)\n"},
@@ -386,7 +386,8 @@ static void print_exit_status(FILE *out) {
           "  1   the daemon answered with another code, printed as code= (health: not ready)\n"
           "  2   no answer: cannot connect, connection lost, the deadline passed, or an\n"
           "      answer that cannot be read\n"
-
+          "  3   degraded: answered OK under best_effort with Redis down; nothing was\n"
+          "      held or changed and no token is printed (a warning goes to stderr)\n"
           "  64  usage error: unknown command or option, bad or missing argument\n",
           out);
 }

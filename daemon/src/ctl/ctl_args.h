@@ -15,6 +15,7 @@ enum {
     HF_CTL_EXIT_OK = 0,          /* success; health: ready */
     HF_CTL_EXIT_NOT_OK = 1,      /* the daemon answered another code; health: not ready */
     HF_CTL_EXIT_UNREACHABLE = 2, /* no answer: connect failed, connection lost, deadline */
+    HF_CTL_EXIT_DEGRADED = 3,    /* OK but degraded (best_effort, Redis down): nothing done */
     HF_CTL_EXIT_USAGE = 64,      /* bad command, option or value (sysexits' EX_USAGE) */
 };
 

@@ -3,13 +3,14 @@
  *
  * Output is key=value lines on stdout, easy to read and to parse in a shell;
  * errors and warnings go to stderr. Hold prints its token on stdout because
- * the caller needs it to release; nothing else ever prints a token. Pass
- * tokens back with --token-stdin or HOLDFAST_TOKEN rather than --token to
- * keep them out of `ps`.
+ * the caller needs it to release; nothing else ever prints a token, and a
+ * degraded hold (nothing held) prints none. Pass tokens back with
+ * --token-stdin or HOLDFAST_TOKEN rather than --token to keep them out of
+ * `ps`.
  *
  * The command line, help text and exit statuses are in ctl_args.c: 0 OK
  * (health: ready), 1 the daemon answered another code (health: not ready),
- * 2 no answer, 64 usage error. */
+ * 2 no answer, 3 degraded, 64 usage error. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -137,6 +138,11 @@ static hf_response_msg *roundtrip(const struct opts *o, hf_request_msg *req) {
     return resp;
 }
 
+/* Prints an answer that is not a plain OK and returns the exit status.
+ * A degraded answer is OK with nothing done (best_effort, Redis down): it
+ * gets its own status and a warning, so a script cannot take it for a
+ * grant. None of this prints a token: the daemon never puts one in a
+ * message. */
 static int report_code(const hf_response_msg *resp) {
     if (resp->code == HOLDFAST__V1__CODE__CODE_OK && !resp->degraded) return HF_CTL_EXIT_OK;
     printf("code=%s\n", hf_code_name(resp->code));
@@ -147,7 +153,11 @@ static int report_code(const hf_response_msg *resp) {
     if (resp->error && resp->error->resource_id && *resp->error->resource_id)
         printf("resource_id=%s\n", resp->error->resource_id);
     printf("correlation_id=%s\n", resp->correlation_id);
-    return resp->code == HOLDFAST__V1__CODE__CODE_OK ? HF_CTL_EXIT_OK : HF_CTL_EXIT_NOT_OK;
+    if (resp->code != HOLDFAST__V1__CODE__CODE_OK) return HF_CTL_EXIT_NOT_OK;
+    fprintf(stderr,
+            "holdfastctl: warning: degraded answer, nothing was held or changed: %s\n",
+            resp->message && *resp->message ? resp->message : "Redis is unavailable (best_effort)");
+    return HF_CTL_EXIT_DEGRADED;
 }
 
 static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, char **argv) {
@@ -207,7 +217,7 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     hf_response_msg *resp = roundtrip(o, &req);
     if (!resp) return HF_CTL_EXIT_UNREACHABLE;
     int rc = report_code(resp);
-    if (rc != HF_CTL_EXIT_OK || resp->degraded) {
+    if (rc != HF_CTL_EXIT_OK) {
         hf_response_msg_free(resp);
         return rc;
     }
