@@ -160,6 +160,13 @@ static int report_code(const hf_response_msg *resp) {
     return HF_CTL_EXIT_DEGRADED;
 }
 
+/* An OK answer without the result asked for is no usable answer. */
+static int malformed(hf_response_msg *resp, const struct opts *o) {
+    fprintf(stderr, "holdfastctl: %s: the answer does not match the request\n", o->socket_path);
+    hf_response_msg_free(resp);
+    return HF_CTL_EXIT_UNREACHABLE;
+}
+
 static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, char **argv) {
     char *ns = argv[0], *partition = argv[1];
     char **ids = argv + 2;
@@ -173,30 +180,35 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     Holdfast__V1__CancelRequest cancel = HOLDFAST__V1__CANCEL_REQUEST__INIT;
     char *token = (char *)(o->token ? o->token : "");
     char *key = (char *)(o->key ? o->key : ""), *ref = (char *)(o->reference ? o->reference : "");
+    Holdfast__V1__Response__ResultCase want;
     switch (cmd) {
     case HF_CTL_HOLD:
         hold.namespace_ = ns, hold.partition = partition, hold.ids = ids, hold.n_ids = n_ids;
         hold.ttl_ms = o->ttl_ms;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD;
         req.hold = &hold;
+        want = HOLDFAST__V1__RESPONSE__RESULT_HOLD;
         break;
     case HF_CTL_EXTEND:
         extend.namespace_ = ns, extend.partition = partition, extend.ids = ids;
         extend.n_ids = n_ids, extend.token = token, extend.ttl_ms = o->ttl_ms;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_EXTEND;
         req.extend = &extend;
+        want = HOLDFAST__V1__RESPONSE__RESULT_EXTEND;
         break;
     case HF_CTL_RELEASE:
         release.namespace_ = ns, release.partition = partition, release.ids = ids;
         release.n_ids = n_ids, release.token = token;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_RELEASE;
         req.release = &release;
+        want = HOLDFAST__V1__RESPONSE__RESULT_RELEASE;
         break;
     case HF_CTL_STATUS:
         status.namespace_ = ns, status.partition = partition, status.ids = ids;
         status.n_ids = n_ids, status.token = token;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_STATUS;
         req.status = &status;
+        want = HOLDFAST__V1__RESPONSE__RESULT_STATUS;
         break;
     case HF_CTL_CONFIRM:
         confirm.namespace_ = ns, confirm.partition = partition, confirm.ids = ids;
@@ -204,12 +216,14 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
         confirm.reference = ref;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_CONFIRM;
         req.confirm = &confirm;
+        want = HOLDFAST__V1__RESPONSE__RESULT_CONFIRM;
         break;
     case HF_CTL_CANCEL:
         cancel.namespace_ = ns, cancel.partition = partition, cancel.ids = ids;
         cancel.n_ids = n_ids, cancel.idempotency_key = key, cancel.reference = ref;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_CANCEL;
         req.cancel = &cancel;
+        want = HOLDFAST__V1__RESPONSE__RESULT_CANCEL;
         break;
     default:
         return HF_CTL_EXIT_USAGE;
@@ -221,6 +235,11 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
         hf_response_msg_free(resp);
         return rc;
     }
+    /* A plain OK carries its result; one without (or a hold without a
+     * token) must not pass for a success. */
+    if (resp->result_case != want ||
+        (want == HOLDFAST__V1__RESPONSE__RESULT_HOLD && (!resp->hold->token || !*resp->hold->token)))
+        return malformed(resp, o);
     switch (resp->result_case) {
     case HOLDFAST__V1__RESPONSE__RESULT_HOLD:
         printf("token=%s\nfence=%llu\nttl_ms=%u\n", resp->hold->token,
@@ -282,6 +301,8 @@ static int cmd_health(const struct opts *o, bool library_only) {
                    h->in_flight, h->draining ? "true" : "false");
             rc = h->ready ? HF_CTL_EXIT_OK : HF_CTL_EXIT_NOT_OK;
         }
+    } else if (rc == HF_CTL_EXIT_OK) {
+        return malformed(resp, o);
     }
     hf_response_msg_free(resp);
     return rc;
@@ -297,6 +318,8 @@ static int cmd_metrics(const struct opts *o) {
     int rc = report_code(resp);
     if (rc == HF_CTL_EXIT_OK && resp->result_case == HOLDFAST__V1__RESPONSE__RESULT_METRICS)
         fputs(resp->metrics->text, stdout);
+    else if (rc == HF_CTL_EXIT_OK)
+        return malformed(resp, o);
     hf_response_msg_free(resp);
     return rc;
 }
