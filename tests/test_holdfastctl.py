@@ -173,7 +173,8 @@ def test_version_matches_the_daemon():
      "holdfastctl confirm: needs --key IDEMPOTENCY-KEY (see holdfastctl confirm --help)"),
     (["release", "seat", "p", "A1"],
      "holdfastctl release: needs a token (--token-stdin, HOLDFAST_TOKEN or --token)"),
-    (["check-config"], "holdfastctl check-config: needs FILE (see holdfastctl check-config --help)"),
+    (["check-config"],
+     "holdfastctl check-config: needs FILE (see holdfastctl check-config --help)"),
 ])
 def test_usage_errors_name_the_argument(daemon, args, message):
     r = on(daemon, *args)

@@ -58,7 +58,8 @@ static void bad_durations_name_option_and_text(void **state) {
         assert_int_equal(
             hf_ctl_parse_duration("--timeout", out_of_range[i], &ms, err, sizeof err), -1);
         assert_true(ms == 7);
-        snprintf(want, sizeof want, "holdfastctl: --timeout: '%s' is out of range (1ms to 4294967295ms)",
+        snprintf(want, sizeof want,
+                 "holdfastctl: --timeout: '%s' is out of range (1ms to 4294967295ms)",
                  out_of_range[i]);
         assert_string_equal(err, want);
     }
@@ -120,7 +121,8 @@ static void commands_and_options(void **state) {
 
     /* The daemon options are taken everywhere, so a wrapper can always pass
      * --socket; check-config ignores them. */
-    assert_int_equal(parse(&a, err, sizeof err, "--socket", "/s", "check-config", "/etc/h.lua", NULL), 0);
+    assert_int_equal(
+        parse(&a, err, sizeof err, "--socket", "/s", "check-config", "/etc/h.lua", NULL), 0);
     assert_int_equal(a.cmd, HF_CTL_CHECK_CONFIG);
     assert_int_equal(a.n_args, 1);
     hf_ctl_args_free(&a);
@@ -176,7 +178,8 @@ static void usage_errors_name_the_argument(void **state) {
         {{"nope"}, "holdfastctl: unknown command 'nope' (see holdfastctl help)"},
         {{"--nope", "health"}, "holdfastctl: unknown option '--nope' (see holdfastctl help)"},
         /* The value of a mistyped option is never echoed: it may be a token. */
-        {{"health", "--tokn=1.secret"}, "holdfastctl: unknown option '--tokn' (see holdfastctl help)"},
+        {{"health", "--tokn=1.secret"},
+         "holdfastctl: unknown option '--tokn' (see holdfastctl help)"},
         {{"-x", "health"}, "holdfastctl: unknown option '-x' (see holdfastctl help)"},
         {{"-hx", "health"}, "holdfastctl: unknown option '-x' (see holdfastctl help)"},
         /* Whole names only: no abbreviations. */
@@ -206,7 +209,8 @@ static void usage_errors_name_the_argument(void **state) {
          "holdfastctl hold: needs NAMESPACE PARTITION ID... (see holdfastctl hold --help)"},
         {{"health", "extra"},
          "holdfastctl health: takes no arguments (see holdfastctl health --help)"},
-        {{"check-config"}, "holdfastctl check-config: needs FILE (see holdfastctl check-config --help)"},
+        {{"check-config"},
+         "holdfastctl check-config: needs FILE (see holdfastctl check-config --help)"},
         {{"check-config", "a", "b"},
          "holdfastctl check-config: needs FILE (see holdfastctl check-config --help)"},
         {{"cancel", "s", "p", "1"},

@@ -331,8 +331,9 @@ int hf_ctl_parse(int argc, char **argv, struct hf_ctl_args *a, char *err, size_t
 
     if (a->n_args < c->min_args || (c->max_args >= 0 && a->n_args > c->max_args)) {
         if (c->max_args == 0)
-            return fail(err, errlen, "holdfastctl %s: takes no arguments (see holdfastctl %s --help)",
-                        c->name, c->name);
+            return fail(err, errlen,
+                        "holdfastctl %s: takes no arguments (see holdfastctl %s --help)", c->name,
+                        c->name);
         return fail(err, errlen, "holdfastctl %s: needs %s (see holdfastctl %s --help)", c->name,
                     c->min_args == c->max_args ? c->synopsis : RESOURCES, c->name);
     }
@@ -340,7 +341,8 @@ int hf_ctl_parse(int argc, char **argv, struct hf_ctl_args *a, char *err, size_t
     if ((v = value_of(&s, O_TIMEOUT)) &&
         hf_ctl_parse_duration("--timeout", v, &a->timeout_ms, err, errlen) != 0)
         return HF_CTL_EXIT_USAGE;
-    if ((v = value_of(&s, O_TTL)) && hf_ctl_parse_duration("--ttl", v, &a->ttl_ms, err, errlen) != 0)
+    if ((v = value_of(&s, O_TTL)) &&
+        hf_ctl_parse_duration("--ttl", v, &a->ttl_ms, err, errlen) != 0)
         return HF_CTL_EXIT_USAGE;
     a->socket_path = value_of(&s, O_SOCKET);
     a->correlation_id = value_of(&s, O_CORRELATION);
@@ -351,7 +353,8 @@ int hf_ctl_parse(int argc, char **argv, struct hf_ctl_args *a, char *err, size_t
     if (a->token && a->token_stdin)
         return fail(err, errlen, "holdfastctl: --token and --token-stdin: give one of them");
     if ((c->opts & O_KEY) && !a->key)
-        return fail(err, errlen, "holdfastctl %s: needs --key IDEMPOTENCY-KEY (see holdfastctl %s --help)",
+        return fail(err, errlen,
+                    "holdfastctl %s: needs --key IDEMPOTENCY-KEY (see holdfastctl %s --help)",
                     c->name, c->name);
     return 0;
 }

@@ -237,8 +237,8 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     }
     /* A plain OK carries its result; one without (or a hold without a
      * token) must not pass for a success. */
-    if (resp->result_case != want ||
-        (want == HOLDFAST__V1__RESPONSE__RESULT_HOLD && (!resp->hold->token || !*resp->hold->token)))
+    if (resp->result_case != want || (want == HOLDFAST__V1__RESPONSE__RESULT_HOLD &&
+                                      (!resp->hold->token || !*resp->hold->token)))
         return malformed(resp, o);
     switch (resp->result_case) {
     case HOLDFAST__V1__RESPONSE__RESULT_HOLD:
