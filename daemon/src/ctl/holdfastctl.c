@@ -1,15 +1,18 @@
 /* holdfastctl - a command for people: hold, extend, release, confirm,
  * cancel, status, health, metrics and config checks over the daemon's socket.
  *
- * Output is key=value lines on stdout, easy to read and to parse in a shell.
- * Hold prints its token on stdout because the caller needs it to release;
- * nothing else ever prints a token. Pass tokens back with --token-stdin or
- * HOLDFAST_TOKEN rather than --token to keep them out of `ps`.
+ * Output is key=value lines on stdout, easy to read and to parse in a shell;
+ * errors and warnings go to stderr. Hold prints its token on stdout because
+ * the caller needs it to release; nothing else ever prints a token, and a
+ * degraded hold (nothing held) prints none. Pass tokens back with
+ * --token-stdin or HOLDFAST_TOKEN rather than --token to keep them out of
+ * `ps`.
  *
- * Exit codes: 0 OK (health: ready), 1 the daemon answered with another code
- * (health: not ready), 2 usage error or daemon unreachable. */
+ * The command line, help text and exit statuses are in ctl_args.c: 0 OK
+ * (health: ready), 1 the daemon answered another code (health: not ready),
+ * 2 no answer, 3 degraded, 64 usage error. */
 #include <errno.h>
-#include <getopt.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -20,10 +23,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl/ctl_args.h"
 #include "frame.h"
 
-#define EXIT_NOT_OK 1
-#define EXIT_UNREACHABLE 2
 #define MAX_RESPONSE (16u << 20)
 
 struct opts {
@@ -35,23 +37,6 @@ struct opts {
     const char *reference;
     const char *correlation_id;
 };
-
-static void usage(FILE *out) {
-    fprintf(out,
-        "usage: holdfastctl [--socket PATH] [--timeout MS] [--correlation-id ID] COMMAND ...\n"
-        "  hold     NS PARTITION ID... [--ttl MS]\n"
-        "  extend   NS PARTITION ID... TOKEN-OPTION [--ttl MS]\n"
-        "  release  NS PARTITION ID... TOKEN-OPTION\n"
-        "  status   NS PARTITION ID... [TOKEN-OPTION]\n"
-        "  confirm  NS PARTITION ID... TOKEN-OPTION --key IDEMPOTENCY-KEY [--reference REF]\n"
-        "  cancel   NS PARTITION ID... --key IDEMPOTENCY-KEY [--reference REF]\n"
-        "  health                 exit 0 ready, 1 not ready, 2 unreachable\n"
-        "  metrics                Prometheus text format\n"
-        "  library                script library, call path and release path\n"
-        "  check-config FILE      validate a configuration file (runs holdfastd --check-config)\n"
-        "TOKEN-OPTION: --token-stdin | HOLDFAST_TOKEN in the environment | --token TOKEN\n"
-        "The socket defaults to $HOLDFAST_SOCKET or /run/holdfast/holdfast.sock.\n");
-}
 
 static int connect_socket(const char *path) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -85,7 +70,7 @@ static int read_full(int fd, uint8_t *buf, size_t n, long long deadline) {
         long long left = deadline - now_ms();
         if (left <= 0) return -ETIMEDOUT;
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int rc = poll(&p, 1, (int)left);
+        int rc = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
         if (rc < 0 && errno == EINTR) continue;
         if (rc <= 0) return rc == 0 ? -ETIMEDOUT : -errno;
         ssize_t r = read(fd, buf + got, n - got);
@@ -153,8 +138,13 @@ static hf_response_msg *roundtrip(const struct opts *o, hf_request_msg *req) {
     return resp;
 }
 
+/* Prints an answer that is not a plain OK and returns the exit status.
+ * A degraded answer is OK with nothing done (best_effort, Redis down): it
+ * gets its own status and a warning, so a script cannot take it for a
+ * grant. None of this prints a token: the daemon never puts one in a
+ * message. */
 static int report_code(const hf_response_msg *resp) {
-    if (resp->code == HOLDFAST__V1__CODE__CODE_OK && !resp->degraded) return 0;
+    if (resp->code == HOLDFAST__V1__CODE__CODE_OK && !resp->degraded) return HF_CTL_EXIT_OK;
     printf("code=%s\n", hf_code_name(resp->code));
     if (resp->degraded) printf("degraded=true\n");
     if (resp->message && *resp->message) printf("message=%s\n", resp->message);
@@ -163,21 +153,21 @@ static int report_code(const hf_response_msg *resp) {
     if (resp->error && resp->error->resource_id && *resp->error->resource_id)
         printf("resource_id=%s\n", resp->error->resource_id);
     printf("correlation_id=%s\n", resp->correlation_id);
-    return resp->code == HOLDFAST__V1__CODE__CODE_OK ? 0 : EXIT_NOT_OK;
+    if (resp->code != HOLDFAST__V1__CODE__CODE_OK) return HF_CTL_EXIT_NOT_OK;
+    fprintf(stderr,
+            "holdfastctl: warning: degraded answer, nothing was held or changed: %s\n",
+            resp->message && *resp->message ? resp->message : "Redis is unavailable (best_effort)");
+    return HF_CTL_EXIT_DEGRADED;
 }
 
-static const char *read_token_stdin(void) {
-    static char buf[256];
-    if (!fgets(buf, sizeof buf, stdin)) return NULL;
-    buf[strcspn(buf, "\r\n")] = '\0';
-    return buf;
+/* An OK answer without the result asked for is no usable answer. */
+static int malformed(hf_response_msg *resp, const struct opts *o) {
+    fprintf(stderr, "holdfastctl: %s: the answer does not match the request\n", o->socket_path);
+    hf_response_msg_free(resp);
+    return HF_CTL_EXIT_UNREACHABLE;
 }
 
-static int cmd_resources(const struct opts *o, const char *cmd, int argc, char **argv) {
-    if (argc < 3) {
-        fprintf(stderr, "holdfastctl %s: needs NAMESPACE PARTITION ID...\n", cmd);
-        return EXIT_UNREACHABLE;
-    }
+static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, char **argv) {
     char *ns = argv[0], *partition = argv[1];
     char **ids = argv + 2;
     size_t n_ids = (size_t)(argc - 2);
@@ -189,97 +179,105 @@ static int cmd_resources(const struct opts *o, const char *cmd, int argc, char *
     Holdfast__V1__ConfirmRequest confirm = HOLDFAST__V1__CONFIRM_REQUEST__INIT;
     Holdfast__V1__CancelRequest cancel = HOLDFAST__V1__CANCEL_REQUEST__INIT;
     char *token = (char *)(o->token ? o->token : "");
-    bool needs_token = strcmp(cmd, "extend") == 0 || strcmp(cmd, "release") == 0 ||
-                       strcmp(cmd, "confirm") == 0;
-    if (needs_token && !*token) {
-        fprintf(stderr, "holdfastctl %s: needs a token (--token-stdin, HOLDFAST_TOKEN or --token)\n", cmd);
-        return EXIT_UNREACHABLE;
-    }
-    if (strcmp(cmd, "hold") == 0) {
+    char *key = (char *)(o->key ? o->key : ""), *ref = (char *)(o->reference ? o->reference : "");
+    Holdfast__V1__Response__ResultCase want;
+    switch (cmd) {
+    case HF_CTL_HOLD:
         hold.namespace_ = ns, hold.partition = partition, hold.ids = ids, hold.n_ids = n_ids;
         hold.ttl_ms = o->ttl_ms;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD;
         req.hold = &hold;
-    } else if (strcmp(cmd, "extend") == 0) {
+        want = HOLDFAST__V1__RESPONSE__RESULT_HOLD;
+        break;
+    case HF_CTL_EXTEND:
         extend.namespace_ = ns, extend.partition = partition, extend.ids = ids;
         extend.n_ids = n_ids, extend.token = token, extend.ttl_ms = o->ttl_ms;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_EXTEND;
         req.extend = &extend;
-    } else if (strcmp(cmd, "release") == 0) {
+        want = HOLDFAST__V1__RESPONSE__RESULT_EXTEND;
+        break;
+    case HF_CTL_RELEASE:
         release.namespace_ = ns, release.partition = partition, release.ids = ids;
         release.n_ids = n_ids, release.token = token;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_RELEASE;
         req.release = &release;
-    } else if (strcmp(cmd, "status") == 0) {
+        want = HOLDFAST__V1__RESPONSE__RESULT_RELEASE;
+        break;
+    case HF_CTL_STATUS:
         status.namespace_ = ns, status.partition = partition, status.ids = ids;
         status.n_ids = n_ids, status.token = token;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_STATUS;
         req.status = &status;
-    } else if (strcmp(cmd, "confirm") == 0 || strcmp(cmd, "cancel") == 0) {
-        if (!o->key) {
-            fprintf(stderr, "holdfastctl %s: needs --key IDEMPOTENCY-KEY\n", cmd);
-            return EXIT_UNREACHABLE;
-        }
-        char *key = (char *)o->key, *ref = (char *)(o->reference ? o->reference : "");
-        if (cmd[1] == 'o') {
-            confirm.namespace_ = ns, confirm.partition = partition, confirm.ids = ids;
-            confirm.n_ids = n_ids, confirm.token = token, confirm.idempotency_key = key;
-            confirm.reference = ref;
-            req.method_case = HOLDFAST__V1__REQUEST__METHOD_CONFIRM;
-            req.confirm = &confirm;
-        } else {
-            cancel.namespace_ = ns, cancel.partition = partition, cancel.ids = ids;
-            cancel.n_ids = n_ids, cancel.idempotency_key = key, cancel.reference = ref;
-            req.method_case = HOLDFAST__V1__REQUEST__METHOD_CANCEL;
-            req.cancel = &cancel;
-        }
-    } else {
-        usage(stderr);
-        return EXIT_UNREACHABLE;
+        want = HOLDFAST__V1__RESPONSE__RESULT_STATUS;
+        break;
+    case HF_CTL_CONFIRM:
+        confirm.namespace_ = ns, confirm.partition = partition, confirm.ids = ids;
+        confirm.n_ids = n_ids, confirm.token = token, confirm.idempotency_key = key;
+        confirm.reference = ref;
+        req.method_case = HOLDFAST__V1__REQUEST__METHOD_CONFIRM;
+        req.confirm = &confirm;
+        want = HOLDFAST__V1__RESPONSE__RESULT_CONFIRM;
+        break;
+    case HF_CTL_CANCEL:
+        cancel.namespace_ = ns, cancel.partition = partition, cancel.ids = ids;
+        cancel.n_ids = n_ids, cancel.idempotency_key = key, cancel.reference = ref;
+        req.method_case = HOLDFAST__V1__REQUEST__METHOD_CANCEL;
+        req.cancel = &cancel;
+        want = HOLDFAST__V1__RESPONSE__RESULT_CANCEL;
+        break;
+    default:
+        return HF_CTL_EXIT_USAGE;
     }
     hf_response_msg *resp = roundtrip(o, &req);
-    if (!resp) return EXIT_UNREACHABLE;
+    if (!resp) return HF_CTL_EXIT_UNREACHABLE;
     int rc = report_code(resp);
-    if (rc == 0 && !resp->degraded) {
-        switch (resp->result_case) {
-        case HOLDFAST__V1__RESPONSE__RESULT_HOLD:
-            printf("token=%s\nfence=%llu\nttl_ms=%u\n", resp->hold->token,
-                   (unsigned long long)resp->hold->fence, resp->hold->ttl_ms);
-            break;
-        case HOLDFAST__V1__RESPONSE__RESULT_EXTEND:
-            printf("ttl_ms=%u\n", resp->extend->ttl_ms);
-            break;
-        case HOLDFAST__V1__RESPONSE__RESULT_RELEASE:
-            printf("released=%u\n", resp->release->released);
-            break;
-        case HOLDFAST__V1__RESPONSE__RESULT_STATUS:
-            for (size_t i = 0; i < resp->status->n_resources; i++) {
-                const Holdfast__V1__ResourceStatus *r = resp->status->resources[i];
-                const char *state = r->state == HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_FREE
-                                        ? "free"
-                                    : r->state == HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_HELD
-                                        ? "held"
-                                        : "confirmed";
-                printf("%s state=%s ttl_ms=%lld owned=%s\n", r->id, state, (long long)r->ttl_ms,
-                       r->owned ? "true" : "false");
-            }
-            break;
-        case HOLDFAST__V1__RESPONSE__RESULT_CONFIRM:
-            printf("fence=%llu\nreplayed=%s\n", (unsigned long long)resp->confirm->fence,
-                   resp->confirm->replayed ? "true" : "false");
-            for (size_t i = 0; i < resp->confirm->n_claims; i++)
-                printf("claim=%s\n", resp->confirm->claims[i]->resource_id);
-            break;
-        case HOLDFAST__V1__RESPONSE__RESULT_CANCEL:
-            printf("cancelled=%u\nreplayed=%s\n", resp->cancel->cancelled,
-                   resp->cancel->replayed ? "true" : "false");
-            break;
-        default:
-            break;
+    if (rc != HF_CTL_EXIT_OK) {
+        hf_response_msg_free(resp);
+        return rc;
+    }
+    /* A plain OK carries its result; one without (or a hold without a
+     * token) must not pass for a success. */
+    if (resp->result_case != want || (want == HOLDFAST__V1__RESPONSE__RESULT_HOLD &&
+                                      (!resp->hold->token || !*resp->hold->token)))
+        return malformed(resp, o);
+    switch (resp->result_case) {
+    case HOLDFAST__V1__RESPONSE__RESULT_HOLD:
+        printf("token=%s\nfence=%llu\nttl_ms=%u\n", resp->hold->token,
+               (unsigned long long)resp->hold->fence, resp->hold->ttl_ms);
+        break;
+    case HOLDFAST__V1__RESPONSE__RESULT_EXTEND:
+        printf("ttl_ms=%u\n", resp->extend->ttl_ms);
+        break;
+    case HOLDFAST__V1__RESPONSE__RESULT_RELEASE:
+        printf("released=%u\n", resp->release->released);
+        break;
+    case HOLDFAST__V1__RESPONSE__RESULT_STATUS:
+        for (size_t i = 0; i < resp->status->n_resources; i++) {
+            const Holdfast__V1__ResourceStatus *r = resp->status->resources[i];
+            const char *state = r->state == HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_FREE
+                                    ? "free"
+                                : r->state == HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_HELD
+                                    ? "held"
+                                    : "confirmed";
+            printf("%s state=%s ttl_ms=%lld owned=%s\n", r->id, state, (long long)r->ttl_ms,
+                   r->owned ? "true" : "false");
         }
+        break;
+    case HOLDFAST__V1__RESPONSE__RESULT_CONFIRM:
+        printf("fence=%llu\nreplayed=%s\n", (unsigned long long)resp->confirm->fence,
+               resp->confirm->replayed ? "true" : "false");
+        for (size_t i = 0; i < resp->confirm->n_claims; i++)
+            printf("claim=%s\n", resp->confirm->claims[i]->resource_id);
+        break;
+    case HOLDFAST__V1__RESPONSE__RESULT_CANCEL:
+        printf("cancelled=%u\nreplayed=%s\n", resp->cancel->cancelled,
+               resp->cancel->replayed ? "true" : "false");
+        break;
+    default:
+        break;
     }
     hf_response_msg_free(resp);
-    return rc;
+    return HF_CTL_EXIT_OK;
 }
 
 static int cmd_health(const struct opts *o, bool library_only) {
@@ -288,9 +286,9 @@ static int cmd_health(const struct opts *o, bool library_only) {
     req.method_case = HOLDFAST__V1__REQUEST__METHOD_HEALTH;
     req.health = &health;
     hf_response_msg *resp = roundtrip(o, &req);
-    if (!resp) return EXIT_UNREACHABLE;
+    if (!resp) return HF_CTL_EXIT_UNREACHABLE;
     int rc = report_code(resp);
-    if (rc == 0 && resp->result_case == HOLDFAST__V1__RESPONSE__RESULT_HEALTH) {
+    if (rc == HF_CTL_EXIT_OK && resp->result_case == HOLDFAST__V1__RESPONSE__RESULT_HEALTH) {
         const Holdfast__V1__HealthResponse *h = resp->health;
         if (library_only) {
             printf("library=%s\nscript_path=%s\nrelease_path=%s\nredis=%s\n", h->library,
@@ -301,8 +299,10 @@ static int cmd_health(const struct opts *o, bool library_only) {
                    h->live ? "true" : "false", h->ready ? "true" : "false", h->version, h->redis,
                    h->postgres, h->script_path, h->release_path, h->library, h->connections,
                    h->in_flight, h->draining ? "true" : "false");
-            rc = h->ready ? 0 : EXIT_NOT_OK;
+            rc = h->ready ? HF_CTL_EXIT_OK : HF_CTL_EXIT_NOT_OK;
         }
+    } else if (rc == HF_CTL_EXIT_OK) {
+        return malformed(resp, o);
     }
     hf_response_msg_free(resp);
     return rc;
@@ -314,19 +314,23 @@ static int cmd_metrics(const struct opts *o) {
     req.method_case = HOLDFAST__V1__REQUEST__METHOD_METRICS;
     req.metrics = &metrics;
     hf_response_msg *resp = roundtrip(o, &req);
-    if (!resp) return EXIT_UNREACHABLE;
+    if (!resp) return HF_CTL_EXIT_UNREACHABLE;
     int rc = report_code(resp);
-    if (rc == 0 && resp->result_case == HOLDFAST__V1__RESPONSE__RESULT_METRICS)
+    if (rc == HF_CTL_EXIT_OK && resp->result_case == HOLDFAST__V1__RESPONSE__RESULT_METRICS)
         fputs(resp->metrics->text, stdout);
+    else if (rc == HF_CTL_EXIT_OK)
+        return malformed(resp, o);
     hf_response_msg_free(resp);
     return rc;
 }
 
 /* holdfastd sits next to holdfastctl in a build tree and in /usr/sbin when
- * installed; the config loader lives there, not in this small tool. */
+ * installed; the config loader lives there, not in this small tool. Its exit
+ * status (0 valid, 1 invalid) becomes ours. */
 static int cmd_check_config(const char *self, const char *file) {
     char path[4096];
     const char *slash = strrchr(self, '/');
+    fflush(stdout);
     if (slash) {
         snprintf(path, sizeof path, "%.*sholdfastd", (int)(slash - self + 1), self);
         if (access(path, X_OK) == 0) execl(path, "holdfastd", "--check-config", file, (char *)NULL);
@@ -335,66 +339,73 @@ static int cmd_check_config(const char *self, const char *file) {
         execl("/usr/sbin/holdfastd", "holdfastd", "--check-config", file, (char *)NULL);
     execlp("holdfastd", "holdfastd", "--check-config", file, (char *)NULL);
     fprintf(stderr, "holdfastctl: cannot run holdfastd --check-config: %s\n", strerror(errno));
-    return EXIT_UNREACHABLE;
+    return HF_CTL_EXIT_UNREACHABLE;
+}
+
+static int run(const struct hf_ctl_args *a, const char *self) {
+    if (a->version) {
+        printf("holdfastctl %s\n", HOLDFAST_VERSION);
+        return HF_CTL_EXIT_OK;
+    }
+    if (a->help) {
+        hf_ctl_usage(stdout, a->cmd);
+        return HF_CTL_EXIT_OK;
+    }
+    if (a->cmd == HF_CTL_NONE) {
+        hf_ctl_usage(stderr, HF_CTL_NONE);
+        return HF_CTL_EXIT_USAGE;
+    }
+    if (a->cmd == HF_CTL_CHECK_CONFIG) return cmd_check_config(self, a->args[0]);
+
+    struct opts o = {
+        .socket_path = a->socket_path,
+        .timeout_ms = a->timeout_ms,
+        .ttl_ms = a->ttl_ms,
+        .key = a->key,
+        .reference = a->reference,
+        .correlation_id = a->correlation_id,
+    };
+    if (!o.socket_path) o.socket_path = getenv("HOLDFAST_SOCKET");
+    if (!o.socket_path || !*o.socket_path) o.socket_path = "/run/holdfast/holdfast.sock";
+
+    enum hf_ctl_token_use use = hf_ctl_token_use(a->cmd);
+    static char stdin_token[256];
+    if (a->token_stdin) {
+        int rc = hf_ctl_read_token(stdin, stdin_token, sizeof stdin_token);
+        if (rc != 0) {
+            fprintf(stderr, "holdfastctl: --token-stdin: %s\n",
+                    rc == -2 ? "the first line of standard input is too long for a token"
+                             : "no token on standard input");
+            return HF_CTL_EXIT_USAGE;
+        }
+        o.token = stdin_token;
+    } else if (a->token) {
+        o.token = a->token;
+    } else if (use != HF_CTL_TOKEN_NONE) {
+        o.token = getenv("HOLDFAST_TOKEN");
+        if (o.token && !*o.token) o.token = NULL;
+    }
+    if (use == HF_CTL_TOKEN_REQUIRED && !o.token) {
+        fprintf(stderr,
+                "holdfastctl %s: needs a token (--token-stdin, HOLDFAST_TOKEN or --token)\n",
+                a->cmd_name);
+        return HF_CTL_EXIT_USAGE;
+    }
+
+    switch (a->cmd) {
+    case HF_CTL_HEALTH: return cmd_health(&o, false);
+    case HF_CTL_LIBRARY: return cmd_health(&o, true);
+    case HF_CTL_METRICS: return cmd_metrics(&o);
+    default: return cmd_resources(&o, a->cmd, a->n_args, a->args);
+    }
 }
 
 int main(int argc, char **argv) {
-    struct opts o = {.timeout_ms = 5000};
-    o.socket_path = getenv("HOLDFAST_SOCKET");
-    if (!o.socket_path || !*o.socket_path) o.socket_path = "/run/holdfast/holdfast.sock";
-    o.token = getenv("HOLDFAST_TOKEN");
-    bool token_stdin = false;
-    static const struct option options[] = {
-        {"socket", required_argument, NULL, 's'},
-        {"timeout", required_argument, NULL, 't'},
-        {"ttl", required_argument, NULL, 'l'},
-        {"token", required_argument, NULL, 'T'},
-        {"token-stdin", no_argument, NULL, 'S'},
-        {"key", required_argument, NULL, 'k'},
-        {"reference", required_argument, NULL, 'r'},
-        {"correlation-id", required_argument, NULL, 'c'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
-    int opt;
-    /* GNU getopt permutes: options may come before or after the command. */
-    while ((opt = getopt_long(argc, argv, "s:t:h", options, NULL)) != -1) {
-        switch (opt) {
-        case 's': o.socket_path = optarg; break;
-        case 't': o.timeout_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'l': o.ttl_ms = (uint32_t)strtoul(optarg, NULL, 10); break;
-        case 'T': o.token = optarg; break;
-        case 'S': token_stdin = true; break;
-        case 'k': o.key = optarg; break;
-        case 'r': o.reference = optarg; break;
-        case 'c': o.correlation_id = optarg; break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return EXIT_UNREACHABLE;
-        }
-    }
-    if (token_stdin) {
-        o.token = read_token_stdin();
-        if (!o.token) {
-            fprintf(stderr, "holdfastctl: --token-stdin: nothing on standard input\n");
-            return EXIT_UNREACHABLE;
-        }
-    }
-    if (optind >= argc) {
-        usage(stderr);
-        return EXIT_UNREACHABLE;
-    }
-    const char *cmd = argv[optind];
-    int rest = argc - optind - 1;
-    char **args = argv + optind + 1;
-    if (strcmp(cmd, "health") == 0) return cmd_health(&o, false);
-    if (strcmp(cmd, "library") == 0) return cmd_health(&o, true);
-    if (strcmp(cmd, "metrics") == 0) return cmd_metrics(&o);
-    if (strcmp(cmd, "check-config") == 0) {
-        if (rest != 1) {
-            usage(stderr);
-            return EXIT_UNREACHABLE;
-        }
-        return cmd_check_config(argv[0], args[0]);
-    }
-    return cmd_resources(&o, cmd, rest, args);
+    struct hf_ctl_args a;
+    char err[512];
+    int rc = hf_ctl_parse(argc, argv, &a, err, sizeof err);
+    if (rc != 0) fprintf(stderr, "%s\n", err);
+    else rc = run(&a, argc > 0 ? argv[0] : "holdfastctl");
+    hf_ctl_args_free(&a);
+    return rc;
 }
