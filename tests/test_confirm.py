@@ -188,21 +188,21 @@ def test_requests_are_validated_before_anything_happens(pgdb, cclient):
 def test_cancel_keeps_history_and_lets_the_seat_be_sold_again(pgdb, cdaemon, cclient, redis):
     token, fence = hold_token(cclient, "seat", "run-8", ["1", "2"])
     assert code_name(confirm(cclient, "seat", "run-8", ["1", "2"], token, "buy", "o1").code) == "OK"
-    r = cancel(cclient, "seat", "run-8", ["1", "2", "3"], "refund-1", "support:42")
+    r = cancel(cclient, "seat", "run-8", ["1", "2"], "refund-1", "o1")
     assert code_name(r.code) == "OK", r.message
     assert r.cancel.cancelled == 2 and not r.cancel.replayed
     assert pgdb.claims("seat", "run-8") == []
     hist = pgdb.query("SELECT resource, fence, reference, idempotency_key, cancel_reference,"
                       " cancel_idempotency_key, cancelled_at IS NOT NULL"
                       " FROM holdfast.cancelled_claims ORDER BY resource")
-    assert hist == [(i, str(fence), "o1", "buy", "support:42", "refund-1", "t") for i in "12"]
+    assert hist == [(i, str(fence), "o1", "buy", "o1", "refund-1", "t") for i in "12"]
     # The markers are gone, the fences stay.
     assert redis.cmd("EXISTS", "hf:{seat:run-8}:1") == 0
     assert pgdb.value("SELECT count(*) FROM holdfast.fences WHERE fence = %d" % fence) == "2"
     log = cdaemon.wait_log("after=cleared")
     assert "op=cancel" in log and "db=commit" in log
 
-    r = cancel(cclient, "seat", "run-8", ["1", "2", "3"], "refund-1", "support:42")
+    r = cancel(cclient, "seat", "run-8", ["1", "2"], "refund-1", "o1")
     assert code_name(r.code) == "OK" and r.cancel.replayed and r.cancel.cancelled == 2
     assert pgdb.value("SELECT count(*) FROM holdfast.cancelled_claims") == "2"
 
@@ -210,8 +210,35 @@ def test_cancel_keeps_history_and_lets_the_seat_be_sold_again(pgdb, cdaemon, ccl
     r = confirm(cclient, "seat", "run-8", ["1"], token2, "buy-again", "o2")
     assert code_name(r.code) == "OK" and fence2 > fence
     assert pgdb.claims("seat", "run-8") == [("1", str(fence2), "o2", "buy-again")]
-    r = cancel(cclient, "seat", "run-8", ["3"], "refund-2")
-    assert code_name(r.code) == "OK" and r.cancel.cancelled == 0
+
+
+def test_cancel_is_all_or_nothing_and_scoped_to_its_order(pgdb, cdaemon, cclient, redis):
+    token, _ = hold_token(cclient, "seat", "run-9c", ["1", "2"])
+    assert code_name(confirm(cclient, "seat", "run-9c", ["1", "2"], token, "buy", "o1").code) == "OK"
+    other, _ = hold_token(cclient, "seat", "run-9c", ["4"])
+    assert code_name(confirm(cclient, "seat", "run-9c", ["4"], other, "buy-4", "o4").code) == "OK"
+    before = pgdb.claims("seat", "run-9c")
+    # An id without a claim: nothing is cancelled, the id is named.
+    r = cancel(cclient, "seat", "run-9c", ["1", "3"], "c1", "o1")
+    assert code_name(r.code) == "NOT_FOUND" and r.error.resource_id == "3", r.message
+    # Another order's claim: refused, nothing cancelled.
+    r = cancel(cclient, "seat", "run-9c", ["1", "4"], "c2", "o1")
+    assert code_name(r.code) == "CONFLICT" and r.error.resource_id == "4", r.message
+    r = cancel(cclient, "seat", "run-9c", ["1", "2"], "c3", "someone-else")
+    assert code_name(r.code) == "CONFLICT" and r.error.resource_id == "1", r.message
+    # No reference at all is refused before anything happens.
+    r = cancel(cclient, "seat", "run-9c", ["1", "2"], "c4")
+    assert code_name(r.code) == "INVALID_ARGUMENT" and r.error.field == "reference"
+    assert pgdb.claims("seat", "run-9c") == before
+    assert pgdb.value("SELECT count(*) FROM holdfast.cancelled_claims") == "0"
+    assert redis.cmd("EXISTS", "hf:{seat:run-9c}:1") == 1  # the marker stays
+    # Each refusal is final for its key.
+    r = cancel(cclient, "seat", "run-9c", ["1", "3"], "c1", "o1")
+    assert code_name(r.code) == "NOT_FOUND" and "replayed" in r.message
+    # The right order cancels exactly its claims.
+    r = cancel(cclient, "seat", "run-9c", ["2", "1"], "c5", "o1")
+    assert code_name(r.code) == "OK" and r.cancel.cancelled == 2
+    assert [c[0] for c in pgdb.claims("seat", "run-9c")] == ["4"]
 
 
 def test_migrate_twice_and_readiness_follows_the_schema(make_daemon):
@@ -355,13 +382,13 @@ def test_tokens_never_reach_postgres_or_a_log(pgdb, cdaemon, cclient, redis):
     t, _ = hold_token(cclient, "plain", "tok", ["1"])
     tokens.append(t)
     assert code_name(confirm(cclient, "plain", "tok", ["1"], t, "c").code) == "CONFLICT"
-    assert code_name(cancel(cclient, "seat", "tok", ["1", "2"], "d", "refund").code) == "OK"
+    assert code_name(cancel(cclient, "seat", "tok", ["1", "2"], "cancel-tok", "r").code) == "OK"
     t, _ = hold_token(cclient, "seat", "tok", ["1"], ttl_ms=20)
     tokens.append(t)
     time.sleep(0.1)
     assert code_name(confirm(cclient, "seat", "tok", ["1"], t, "e").code) == "HOLD_LOST"
     dump = pgdb.dump()
-    assert "tok" in dump and "refund" in dump  # the dump does hold this test's rows
+    assert "tok" in dump and "cancel-tok" in dump  # the dump does hold this test's rows
     for t in list(harness.ISSUED_TOKENS) + tokens:
         assert t.split(".", 1)[1] not in dump
     cdaemon.wait_log("op=confirm")

@@ -298,7 +298,7 @@ def test_cancelled_then_resold_seat_refuses_the_old_holders_late_confirm(pgdb, c
         wait_for(lambda: redis.cmd("EXISTS", key) == 0, what="the old hold to expire")
         t2, f2 = hold_token(c, "seat", "resale", ["4"])
         assert code_name(confirm(c, "seat", "resale", ["4"], t2, "buy-2", "second").code) == "OK"
-        assert code_name(cancel(c, "seat", "resale", ["4"], "refund-2").code) == "OK"
+        assert code_name(cancel(c, "seat", "resale", ["4"], "refund-2", "second").code) == "OK"
         # A failover to a replica that still has the old hold brings it back.
         redis.cmd("SET", key, old, "PX", 30000)
         r = confirm(c, "seat", "resale", ["4"], old, "late-1", "first")

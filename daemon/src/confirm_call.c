@@ -148,6 +148,17 @@ void hf_claim_settle(struct claim_call *cc) {
                         "'%s' is already confirmed%s; this idempotency key keeps this answer",
                         id ? id : "?", again);
         break;
+    case HF_OUT_NOT_CLAIMED:
+        req->db_outcome = o->replayed ? "replay" : "rollback";
+        hf_request_fail(req, HF_CODE(NOT_FOUND), NULL, id,
+                        "'%s' is not claimed; nothing was cancelled%s", id ? id : "?", again);
+        break;
+    case HF_OUT_OTHER_REFERENCE:
+        req->db_outcome = o->replayed ? "replay" : "rollback";
+        hf_request_fail(req, HF_CODE(CONFLICT), NULL, id,
+                        "'%s' is claimed under another reference; nothing was cancelled%s",
+                        id ? id : "?", again);
+        break;
     case HF_OUT_MISMATCH:
         req->db_outcome = "rollback";
         hf_request_fail(req, HF_CODE(IDEMPOTENCY_MISMATCH), "idempotency_key", NULL,

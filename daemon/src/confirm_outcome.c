@@ -23,6 +23,8 @@ bool hf_outcome_parse(const PGresult *res, struct hf_outcome *o) {
     } codes[] = {{"OK", HF_OUT_OK},         {"CONFLICT", HF_OUT_CONFLICT},
                  {"STALE", HF_OUT_STALE},   {"IDEMPOTENCY_MISMATCH", HF_OUT_MISMATCH},
                  {"HOLD_LOST", HF_OUT_HOLD_LOST}, {"CONFIRMED", HF_OUT_CONFIRMED},
+                 {"NOT_CLAIMED", HF_OUT_NOT_CLAIMED},
+                 {"OTHER_REFERENCE", HF_OUT_OTHER_REFERENCE},
                  {"ABSENT", HF_OUT_ABSENT}, {"UNKNOWN", HF_OUT_UNKNOWN}};
     const char *code = PQgetvalue(res, 0, 0);
     size_t k = 0;

@@ -19,6 +19,8 @@ enum hf_outcome_code {
     HF_OUT_MISMATCH, /* the key was used for another request */
     HF_OUT_HOLD_LOST, /* confirm_gone: the key answers HOLD_LOST for good */
     HF_OUT_CONFIRMED, /* confirm_gone: ... CONFIRMED (a marker replaced the hold) */
+    HF_OUT_NOT_CLAIMED,     /* cancel: an id has no claim; nothing cancelled */
+    HF_OUT_OTHER_REFERENCE, /* cancel: an id is claimed under another reference */
     HF_OUT_ABSENT,   /* look-ups: no record for the key */
     HF_OUT_UNKNOWN,  /* resolve: no record, and the statement may still run */
 };

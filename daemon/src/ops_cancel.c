@@ -1,7 +1,9 @@
-/* ops_cancel.c - Cancel: holdfast.cancel() moves the claims into the
- * history, idempotent by key (fences stay, so an older holder stays stale),
- * then the confirmed markers in Redis are dropped so the resources can be
- * held again at once. */
+/* ops_cancel.c - Cancel: all or nothing, scoped to one order. The request
+ * names the reference its claims were confirmed with; holdfast.cancel()
+ * moves the claims into the history only when every id is claimed under it
+ * (else NOT_FOUND / CONFLICT naming the id, nothing cancelled), idempotent
+ * by key (fences stay, so an older holder stays stale); then the confirmed
+ * markers in Redis are dropped so the resources can be held again at once. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,9 +85,16 @@ static void run_cancel(struct claim_call *cc) {
 
 void hf_op_cancel(struct hf_request *req) {
     Holdfast__V1__CancelRequest *m = req->msg->cancel;
-    struct claim_call *cc = hf_claim_create(req, &cancel_kind, m->namespace_, m->partition, m->ids, m->n_ids);
+    struct claim_call *cc =
+        hf_claim_create(req, &cancel_kind, m->namespace_, m->partition, m->ids, m->n_ids);
     if (!cc) return;
     if (!hf_claim_check(cc, m->idempotency_key, m->reference)) return;
+    if (!cc->reference[0]) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "reference", NULL,
+                        "reference is required: the reference the claims were confirmed with "
+                        "(the order this cancel refunds)");
+        return;
+    }
     if (!hf_claim_start(cc)) return;
     run_cancel(cc);
 }

@@ -452,7 +452,7 @@ func TestLiveConfirmAndIdempotentRetry(t *testing.T) {
 
 	// Cancel frees them again (also idempotent by key).
 	cancelKey := "refund-" + part
-	res, err := c.Cancel(ctxT(t, 10*time.Second), ns, part, ids, CancelOptions{IdempotencyKey: cancelKey, Reference: "refund"})
+	res, err := c.Cancel(ctxT(t, 10*time.Second), ns, part, ids, CancelOptions{IdempotencyKey: cancelKey, Reference: "customer-42"})
 	skipIfConfirmUnavailable(t, err)
 	if err != nil {
 		t.Fatal(err)
@@ -460,7 +460,7 @@ func TestLiveConfirmAndIdempotentRetry(t *testing.T) {
 	if res.Cancelled != 3 || res.Replayed {
 		t.Fatalf("cancel: %+v", res)
 	}
-	res, err = c.Cancel(ctxT(t, 10*time.Second), ns, part, ids, CancelOptions{IdempotencyKey: cancelKey, Reference: "refund"})
+	res, err = c.Cancel(ctxT(t, 10*time.Second), ns, part, ids, CancelOptions{IdempotencyKey: cancelKey, Reference: "customer-42"})
 	if err != nil || !res.Replayed {
 		t.Fatalf("cancel retry: %+v %v", res, err)
 	}

@@ -74,10 +74,12 @@ func (c *Client) Confirm(ctx context.Context, h *Hold, opts ConfirmOptions) (*Co
 	return out, nil
 }
 
-// CancelOptions are the caller's side of a Cancel.
+// CancelOptions are the caller's side of a Cancel. A Cancel is all or
+// nothing and scoped to one order: every id must be claimed under Reference,
+// else nothing is cancelled (ErrNotFound or ErrConflict naming the id).
 type CancelOptions struct {
 	IdempotencyKey string // required; reuse it when retrying
-	Reference      string
+	Reference      string // required: the reference the claims were confirmed with
 }
 
 // CancelResult is the result of a Cancel.

@@ -338,7 +338,12 @@ public final class HoldfastClient implements AutoCloseable {
     return await(confirmAsync(hold, confirm, opts));
   }
 
-  /** Removes confirmed claims so the resources can be held and sold again. */
+  /**
+   * Removes confirmed claims so the resources can be held and sold again. All or nothing and
+   * scoped to one order: {@code reference} is required and must be the one the claims were
+   * confirmed with; otherwise nothing is cancelled ({@code NOT_FOUND} or {@code CONFLICT} naming
+   * the id).
+   */
   public CompletableFuture<CancelResult> cancelAsync(
       String namespace,
       String partition,

@@ -259,14 +259,14 @@ class HoldfastLiveTest {
 
     CancelResult res;
     try {
-      res = c.cancel(ns, partition, ids, "refund-" + partition, "refund");
+      res = c.cancel(ns, partition, ids, "refund-" + partition, "customer-42");
     } catch (HoldfastException e) {
       assumeConfirmSupported(e);
       throw e;
     }
     assertEquals(3, res.cancelled());
     assertFalse(res.replayed());
-    assertTrue(c.cancel(ns, partition, ids, "refund-" + partition, "refund").replayed());
+    assertTrue(c.cancel(ns, partition, ids, "refund-" + partition, "customer-42").replayed());
     try (Hold h2 = c.hold(ns, partition, ids, null)) {
       assertEquals(3, h2.ids().size());
     }
