@@ -162,6 +162,9 @@ static const struct field namespace_fields[] = {
      RELOAD, "Replicas that must acknowledge a grant (`WAIT`) before it counts."},
     {"namespaces.<name>.replicas_ack_timeout_ms", F_UINT, NSF(replicas_ack_timeout_ms), 100,
      NULL, 1, 60000, NULL, RELOAD, "How long to wait for those acknowledgements."},
+    {"namespaces.<name>.max_legs", F_UINT, NSF(max_legs), 0, NULL, 0, 1000, NULL, RELOAD,
+     "Journey segments: the most legs one request may span; 0 = seats without segments. "
+     "When set, every request in the namespace names a segment (docs/segments.md)."},
     {"namespaces.<name>.admit", F_FUNCTION, NSF(admit_hook), 0, NULL, 0, 0, NULL, RELOAD,
      "Policy hook called for every Hold; it may refuse the hold or set its TTL (see "
      "[Policy hooks](architecture.md#policy-hooks))."},

@@ -24,6 +24,7 @@ struct hf_namespace {
     enum hf_redis_down_policy on_redis_down;
     uint32_t min_replicas_ack;         /* WAIT n before a grant counts */
     uint32_t replicas_ack_timeout_ms;
+    uint32_t max_legs;                 /* journey segments: 0 = none */
     int admit_hook;                    /* Lua registry ref of `admit`, 0: none */
 };
 

@@ -33,7 +33,7 @@ static void free_claim_call(void *ctx) {
 
 struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_kind *kind,
                                    const char *ns, const char *partition, char **ids,
-                                   size_t n_ids) {
+                                   size_t n_ids, const Holdfast__V1__Segment *segment) {
     struct claim_call *cc = hf_request_context(req, sizeof *cc, free_claim_call);
     if (!cc) return NULL;
     cc->req = req;
@@ -41,7 +41,7 @@ struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_ki
     cc->kind = kind;
     cc->payload = "";
     cc->reference = "";
-    if (!hf_target_parse(req, cc->t, ns, partition, ids, n_ids)) return NULL;
+    if (!hf_target_parse(req, cc->t, ns, partition, ids, n_ids, segment)) return NULL;
     return cc;
 }
 

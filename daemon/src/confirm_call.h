@@ -46,7 +46,7 @@ struct claim_call {
 /* The context, with its target parsed. NULL: the request has been answered. */
 struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_kind *kind,
                                    const char *ns, const char *partition, char **ids,
-                                   size_t n_ids);
+                                   size_t n_ids, const Holdfast__V1__Segment *segment);
 /* What both need: a confirmable namespace, PostgreSQL, a valid key and
  * reference. false: the request has been answered. */
 bool hf_claim_check(struct claim_call *cc, const char *key, const char *reference);

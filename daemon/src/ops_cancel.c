@@ -86,7 +86,8 @@ static void run_cancel(struct claim_call *cc) {
 void hf_op_cancel(struct hf_request *req) {
     Holdfast__V1__CancelRequest *m = req->msg->cancel;
     struct claim_call *cc =
-        hf_claim_create(req, &cancel_kind, m->namespace_, m->partition, m->ids, m->n_ids);
+        hf_claim_create(req, &cancel_kind, m->namespace_, m->partition, m->ids, m->n_ids,
+                        m->segment);
     if (!cc) return;
     if (!hf_claim_check(cc, m->idempotency_key, m->reference)) return;
     if (!cc->reference[0]) {

@@ -48,6 +48,73 @@ size_t hf_first_duplicate(char *const *ids, size_t n) {
 void hf_target_clear(struct hf_target *t) {
     hf_keyset_free(t->keys);
     t->keys = NULL;
+    free(t->legs);
+    t->legs = NULL;
+}
+
+/* Journey segments: every id becomes one resource per leg, "<id>@<leg>"
+ * ('@' is not a name character, so no id can stand for a leg), and from
+ * there on the request is an ordinary multi-id request: all or nothing,
+ * overlapping trips meet on a shared leg, adjacent ones share none. One
+ * allocation: the pointers, then the strings. */
+static bool expand_legs(struct hf_request *req, struct hf_target *t, char **ids, size_t n_ids,
+                        const Holdfast__V1__Segment *seg) {
+    const struct hf_namespace *ns = t->ns;
+    if (!ns->max_legs) {
+        if (!seg) return true;
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "segment", NULL,
+                        "namespace '%s' has no journey segments (max_legs is 0)", ns->name);
+        return false;
+    }
+    if (!seg) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "segment", NULL,
+                        "namespace '%s' sells by leg: the request needs a segment", ns->name);
+        return false;
+    }
+    if (seg->from_stop >= seg->to_stop || seg->to_stop - seg->from_stop > ns->max_legs) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "segment", NULL,
+                        "segment must go forward, from_stop < to_stop, over at most %u legs "
+                        "(namespace '%s' max_legs)", ns->max_legs, ns->name);
+        return false;
+    }
+    size_t legs = seg->to_stop - seg->from_stop;
+    if (n_ids * legs > req->cfg->max_ids) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "segment", NULL,
+                        "%zu ids x %zu legs exceed limits.max_ids (%u)", n_ids, legs,
+                        req->cfg->max_ids);
+        return false;
+    }
+    size_t bytes = 0;
+    for (size_t i = 0; i < n_ids; i++) bytes += legs * (strlen(ids[i]) + 12);
+    char **out = malloc(n_ids * legs * sizeof *out + bytes);
+    if (!out) {
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+        return false;
+    }
+    char *p = (char *)(out + n_ids * legs);
+    size_t k = 0;
+    for (size_t i = 0; i < n_ids; i++) {
+        size_t len = strlen(ids[i]);
+        for (uint32_t leg = seg->from_stop; leg < seg->to_stop; leg++) {
+            out[k++] = p;
+            memcpy(p, ids[i], len);
+            p += len;
+            *p++ = '@';
+            char digits[11];
+            size_t n = 0;
+            uint32_t v = leg;
+            do {
+                digits[n++] = (char)('0' + v % 10);
+                v /= 10;
+            } while (v);
+            while (n) *p++ = digits[--n];
+            *p++ = '\0';
+        }
+    }
+    t->legs = out;
+    t->ids = out;
+    t->n_ids = n_ids * legs;
+    return true;
 }
 
 static void free_target_context(void *ctx) { hf_target_clear(ctx); }
@@ -57,7 +124,8 @@ struct hf_target *hf_target_context(struct hf_request *req) {
 }
 
 bool hf_target_parse(struct hf_request *req, struct hf_target *t, const char *ns_name,
-                     const char *partition, char **ids, size_t n_ids) {
+                     const char *partition, char **ids, size_t n_ids,
+                     const Holdfast__V1__Segment *segment) {
     if (!ns_name || !*ns_name) {
         hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "namespace", NULL, "namespace is required");
         return false;
@@ -106,16 +174,17 @@ bool hf_target_parse(struct hf_request *req, struct hf_target *t, const char *ns
                         ids[dup]);
         return false;
     }
-    req->ids = ids;
-    req->n_ids = n_ids;
-    t->keys = hf_keyset_build(ns->name, partition, ids, n_ids);
+    t->ns = ns;
+    t->ids = ids;
+    t->n_ids = n_ids;
+    if (!expand_legs(req, t, ids, n_ids, segment)) return false;
+    req->ids = t->ids;
+    req->n_ids = t->n_ids;
+    t->keys = hf_keyset_build(ns->name, partition, t->ids, t->n_ids);
     if (!t->keys) {
         hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
         return false;
     }
-    t->ns = ns;
-    t->ids = ids;
-    t->n_ids = n_ids;
     return true;
 }
 

@@ -17,15 +17,17 @@
 struct hf_target {
     const struct hf_namespace *ns;
     struct hf_keyset *keys; /* keys[0] fence counter, keys[1..] hold keys */
-    char **ids;             /* borrowed from the request's message */
+    char **ids;             /* the request's ids, or with a segment the legs */
     size_t n_ids;
+    char **legs;            /* owned: "<id>@<leg>" for every id and leg */
 };
 
 /* Validate namespace, partition and ids and build the keys into *t (clear
  * it with hf_target_clear from the context's free function). false: the
  * request has been answered. */
 bool hf_target_parse(struct hf_request *req, struct hf_target *t, const char *ns,
-                     const char *partition, char **ids, size_t n_ids);
+                     const char *partition, char **ids, size_t n_ids,
+                     const Holdfast__V1__Segment *segment);
 void hf_target_clear(struct hf_target *t);
 /* A context that is only a target. */
 struct hf_target *hf_target_context(struct hf_request *req);

@@ -203,7 +203,8 @@ static void on_check_reply(void *privdata, enum hf_redis_status status, redisRep
 void hf_op_confirm(struct hf_request *req) {
     Holdfast__V1__ConfirmRequest *m = req->msg->confirm;
     struct claim_call *cc =
-        hf_claim_create(req, &confirm_kind, m->namespace_, m->partition, m->ids, m->n_ids);
+        hf_claim_create(req, &confirm_kind, m->namespace_, m->partition, m->ids, m->n_ids,
+                        m->segment);
     if (!cc) return;
     struct hf_target *t = cc->t;
     if (!hf_token_check(req, m->token, true)) return;

@@ -32,7 +32,8 @@ void hf_op_extend(struct hf_request *req) {
     Holdfast__V1__ExtendRequest *m = req->msg->extend;
     struct hf_target *t = hf_target_context(req);
     uint32_t ttl;
-    if (!t || !hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids)) return;
+    if (!t || !hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
+                         m->segment)) return;
     if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
     if (!hf_token_check(req, m->token, true)) return;
     m->ttl_ms = ttl; /* echoed in the answer */

@@ -185,7 +185,8 @@ void hf_op_hold(struct hf_request *req) {
     hc->req = req;
     struct hf_target *t = hc->t = &hc->target;
     uint32_t ttl;
-    if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids)) return;
+    if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
+                         m->segment)) return;
     if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
     if (!admitted_by_policy(req, t, &ttl)) return;
     hc->ttl = ttl;

@@ -202,7 +202,8 @@ void hf_op_release(struct hf_request *req) {
     if (!rc) return;
     rc->req = req;
     struct hf_target *t = rc->t = &rc->target;
-    if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids)) return;
+    if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
+                         m->segment)) return;
     if (!hf_token_check(req, m->token, true)) return;
     if (hf_front_release_uses_delex(req->d->redis)) {
         release_with_delex(rc, m->token);

@@ -51,7 +51,8 @@ static void on_status_reply(void *privdata, enum hf_redis_status status, redisRe
 void hf_op_status(struct hf_request *req) {
     Holdfast__V1__StatusRequest *m = req->msg->status;
     struct hf_target *t = hf_target_context(req);
-    if (!t || !hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids)) return;
+    if (!t || !hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
+                         m->segment)) return;
     if (!hf_token_check(req, m->token, false)) return;
     const char *token = m->token ? m->token : "";
     const char *args[] = {token};

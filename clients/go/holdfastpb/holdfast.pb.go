@@ -695,6 +695,59 @@ func (x *ErrorDetail) GetResourceId() string {
 	return ""
 }
 
+// A trip along a line of stops: legs from_stop .. to_stop - 1.
+type Segment struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromStop      uint32                 `protobuf:"varint,1,opt,name=from_stop,json=fromStop,proto3" json:"from_stop,omitempty"`
+	ToStop        uint32                 `protobuf:"varint,2,opt,name=to_stop,json=toStop,proto3" json:"to_stop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Segment) Reset() {
+	*x = Segment{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Segment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Segment) ProtoMessage() {}
+
+func (x *Segment) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Segment.ProtoReflect.Descriptor instead.
+func (*Segment) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Segment) GetFromStop() uint32 {
+	if x != nil {
+		return x.FromStop
+	}
+	return 0
+}
+
+func (x *Segment) GetToStop() uint32 {
+	if x != nil {
+		return x.ToStop
+	}
+	return 0
+}
+
 type HoldRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -703,14 +756,19 @@ type HoldRequest struct {
 	Ids []string `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
 	// 0 means the namespace's default TTL; otherwise it must lie within the
 	// namespace's [min_ttl_ms, max_ttl_ms].
-	TtlMs         uint32 `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	TtlMs uint32 `protobuf:"varint,4,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// Journey segments (namespaces with max_legs > 0, and only there): the
+	// request applies to every leg of the trip from from_stop to to_stop of
+	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
+	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HoldRequest) Reset() {
 	*x = HoldRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[3]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +780,7 @@ func (x *HoldRequest) String() string {
 func (*HoldRequest) ProtoMessage() {}
 
 func (x *HoldRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[3]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +793,7 @@ func (x *HoldRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldRequest.ProtoReflect.Descriptor instead.
 func (*HoldRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{3}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *HoldRequest) GetNamespace() string {
@@ -766,6 +824,13 @@ func (x *HoldRequest) GetTtlMs() uint32 {
 	return 0
 }
 
+func (x *HoldRequest) GetSegment() *Segment {
+	if x != nil {
+		return x.Segment
+	}
+	return nil
+}
+
 type HoldResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Opaque proof of ownership: "<fence>.<random>". Keep it secret; pass it to
@@ -781,7 +846,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[4]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +858,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[4]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +871,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{4}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *HoldResponse) GetToken() string {
@@ -837,14 +902,19 @@ type ExtendRequest struct {
 	Ids       []string               `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
 	Token     string                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
 	// New TTL from now; 0 means the namespace's default.
-	TtlMs         uint32 `protobuf:"varint,5,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	TtlMs uint32 `protobuf:"varint,5,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	// Journey segments (namespaces with max_legs > 0, and only there): the
+	// request applies to every leg of the trip from from_stop to to_stop of
+	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
+	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[5]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -856,7 +926,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[5]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -869,7 +939,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{5}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExtendRequest) GetNamespace() string {
@@ -907,6 +977,13 @@ func (x *ExtendRequest) GetTtlMs() uint32 {
 	return 0
 }
 
+func (x *ExtendRequest) GetSegment() *Segment {
+	if x != nil {
+		return x.Segment
+	}
+	return nil
+}
+
 type ExtendResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TtlMs         uint32                 `protobuf:"varint,1,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
@@ -916,7 +993,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[6]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1005,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[6]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1018,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{6}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExtendResponse) GetTtlMs() uint32 {
@@ -952,18 +1029,23 @@ func (x *ExtendResponse) GetTtlMs() uint32 {
 }
 
 type ReleaseRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Namespace     string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
-	Partition     string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
-	Ids           []string               `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
-	Token         string                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Partition string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Ids       []string               `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
+	Token     string                 `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	// Journey segments (namespaces with max_legs > 0, and only there): the
+	// request applies to every leg of the trip from from_stop to to_stop of
+	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
+	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[7]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -975,7 +1057,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[7]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -988,7 +1070,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{7}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReleaseRequest) GetNamespace() string {
@@ -1019,6 +1101,13 @@ func (x *ReleaseRequest) GetToken() string {
 	return ""
 }
 
+func (x *ReleaseRequest) GetSegment() *Segment {
+	if x != nil {
+		return x.Segment
+	}
+	return nil
+}
+
 type ReleaseResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How many of the ids this token held and were deleted. Ids held by another
@@ -1030,7 +1119,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[8]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1042,7 +1131,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[8]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1055,7 +1144,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{8}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReleaseResponse) GetReleased() uint32 {
@@ -1077,14 +1166,19 @@ type ConfirmRequest struct {
 	// The caller's reference for the claim (order id, customer id...).
 	Reference string `protobuf:"bytes,6,opt,name=reference,proto3" json:"reference,omitempty"`
 	// Opaque payload stored with the claim (<= 4 KiB).
-	Payload       []byte `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
+	Payload []byte `protobuf:"bytes,7,opt,name=payload,proto3" json:"payload,omitempty"`
+	// Journey segments (namespaces with max_legs > 0, and only there): the
+	// request applies to every leg of the trip from from_stop to to_stop of
+	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
+	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfirmRequest) Reset() {
 	*x = ConfirmRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[9]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1190,7 @@ func (x *ConfirmRequest) String() string {
 func (*ConfirmRequest) ProtoMessage() {}
 
 func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[9]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1203,7 @@ func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{9}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ConfirmRequest) GetNamespace() string {
@@ -1161,6 +1255,13 @@ func (x *ConfirmRequest) GetPayload() []byte {
 	return nil
 }
 
+func (x *ConfirmRequest) GetSegment() *Segment {
+	if x != nil {
+		return x.Segment
+	}
+	return nil
+}
+
 type Claim struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	ResourceId        string                 `protobuf:"bytes,1,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
@@ -1173,7 +1274,7 @@ type Claim struct {
 
 func (x *Claim) Reset() {
 	*x = Claim{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[10]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1185,7 +1286,7 @@ func (x *Claim) String() string {
 func (*Claim) ProtoMessage() {}
 
 func (x *Claim) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[10]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1198,7 +1299,7 @@ func (x *Claim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Claim.ProtoReflect.Descriptor instead.
 func (*Claim) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{10}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Claim) GetResourceId() string {
@@ -1241,7 +1342,7 @@ type ConfirmResponse struct {
 
 func (x *ConfirmResponse) Reset() {
 	*x = ConfirmResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[11]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1354,7 @@ func (x *ConfirmResponse) String() string {
 func (*ConfirmResponse) ProtoMessage() {}
 
 func (x *ConfirmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[11]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1367,7 @@ func (x *ConfirmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{11}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ConfirmResponse) GetFence() uint64 {
@@ -1297,13 +1398,18 @@ type CancelRequest struct {
 	Ids            []string               `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
 	IdempotencyKey string                 `protobuf:"bytes,4,opt,name=idempotency_key,json=idempotencyKey,proto3" json:"idempotency_key,omitempty"`
 	Reference      string                 `protobuf:"bytes,5,opt,name=reference,proto3" json:"reference,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Journey segments (namespaces with max_legs > 0, and only there): the
+	// request applies to every leg of the trip from from_stop to to_stop of
+	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
+	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[12]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1421,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[12]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1434,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{12}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CancelRequest) GetNamespace() string {
@@ -1366,6 +1472,13 @@ func (x *CancelRequest) GetReference() string {
 	return ""
 }
 
+func (x *CancelRequest) GetSegment() *Segment {
+	if x != nil {
+		return x.Segment
+	}
+	return nil
+}
+
 type CancelResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Cancelled     uint32                 `protobuf:"varint,1,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
@@ -1376,7 +1489,7 @@ type CancelResponse struct {
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[13]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1388,7 +1501,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[13]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1401,7 +1514,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{13}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelResponse) GetCancelled() uint32 {
@@ -1424,14 +1537,19 @@ type StatusRequest struct {
 	Partition string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
 	Ids       []string               `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
 	// Optional: when set, each resource reports whether this token owns it.
-	Token         string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	Token string `protobuf:"bytes,4,opt,name=token,proto3" json:"token,omitempty"`
+	// Journey segments (namespaces with max_legs > 0, and only there): the
+	// request applies to every leg of the trip from from_stop to to_stop of
+	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
+	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[14]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1561,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[14]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1574,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{14}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *StatusRequest) GetNamespace() string {
@@ -1487,6 +1605,13 @@ func (x *StatusRequest) GetToken() string {
 	return ""
 }
 
+func (x *StatusRequest) GetSegment() *Segment {
+	if x != nil {
+		return x.Segment
+	}
+	return nil
+}
+
 type ResourceStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1501,7 +1626,7 @@ type ResourceStatus struct {
 
 func (x *ResourceStatus) Reset() {
 	*x = ResourceStatus{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[15]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1638,7 @@ func (x *ResourceStatus) String() string {
 func (*ResourceStatus) ProtoMessage() {}
 
 func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[15]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1651,7 @@ func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceStatus.ProtoReflect.Descriptor instead.
 func (*ResourceStatus) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{15}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ResourceStatus) GetId() string {
@@ -1566,7 +1691,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[16]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1703,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[16]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1716,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{16}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *StatusResponse) GetResources() []*ResourceStatus {
@@ -1609,7 +1734,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[17]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1621,7 +1746,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[17]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1634,7 +1759,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{17}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{18}
 }
 
 type HealthResponse struct {
@@ -1664,7 +1789,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1801,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1814,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{18}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HealthResponse) GetLive() bool {
@@ -1777,7 +1902,7 @@ type MetricsRequest struct {
 
 func (x *MetricsRequest) Reset() {
 	*x = MetricsRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1789,7 +1914,7 @@ func (x *MetricsRequest) String() string {
 func (*MetricsRequest) ProtoMessage() {}
 
 func (x *MetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1802,7 +1927,7 @@ func (x *MetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsRequest.ProtoReflect.Descriptor instead.
 func (*MetricsRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{19}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{20}
 }
 
 type MetricsResponse struct {
@@ -1815,7 +1940,7 @@ type MetricsResponse struct {
 
 func (x *MetricsResponse) Reset() {
 	*x = MetricsResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1827,7 +1952,7 @@ func (x *MetricsResponse) String() string {
 func (*MetricsResponse) ProtoMessage() {}
 
 func (x *MetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1840,7 +1965,7 @@ func (x *MetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsResponse.ProtoReflect.Descriptor instead.
 func (*MetricsResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{20}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *MetricsResponse) GetText() string {
@@ -1890,31 +2015,37 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\vErrorDetail\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1f\n" +
 	"\vresource_id\x18\x02 \x01(\tR\n" +
-	"resourceId\"r\n" +
+	"resourceId\"?\n" +
+	"\aSegment\x12\x1b\n" +
+	"\tfrom_stop\x18\x01 \x01(\rR\bfromStop\x12\x17\n" +
+	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\xa2\x01\n" +
 	"\vHoldRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x15\n" +
-	"\x06ttl_ms\x18\x04 \x01(\rR\x05ttlMs\"Q\n" +
+	"\x06ttl_ms\x18\x04 \x01(\rR\x05ttlMs\x12.\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"Q\n" +
 	"\fHoldResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x14\n" +
 	"\x05fence\x18\x02 \x01(\x04R\x05fence\x12\x15\n" +
-	"\x06ttl_ms\x18\x03 \x01(\rR\x05ttlMs\"\x8a\x01\n" +
+	"\x06ttl_ms\x18\x03 \x01(\rR\x05ttlMs\"\xba\x01\n" +
 	"\rExtendRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12\x15\n" +
-	"\x06ttl_ms\x18\x05 \x01(\rR\x05ttlMs\"'\n" +
+	"\x06ttl_ms\x18\x05 \x01(\rR\x05ttlMs\x12.\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"'\n" +
 	"\x0eExtendResponse\x12\x15\n" +
-	"\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"t\n" +
+	"\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"\xa4\x01\n" +
 	"\x0eReleaseRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x14\n" +
-	"\x05token\x18\x04 \x01(\tR\x05token\"-\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\x12.\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"-\n" +
 	"\x0fReleaseResponse\x12\x1a\n" +
-	"\breleased\x18\x01 \x01(\rR\breleased\"\xd5\x01\n" +
+	"\breleased\x18\x01 \x01(\rR\breleased\"\x85\x02\n" +
 	"\x0eConfirmRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
@@ -1922,7 +2053,8 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12'\n" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x1c\n" +
 	"\treference\x18\x06 \x01(\tR\treference\x12\x18\n" +
-	"\apayload\x18\a \x01(\fR\apayload\"\x8d\x01\n" +
+	"\apayload\x18\a \x01(\fR\apayload\x12.\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"\x8d\x01\n" +
 	"\x05Claim\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
 	"resourceId\x12\x14\n" +
@@ -1932,21 +2064,23 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x0fConfirmResponse\x12\x14\n" +
 	"\x05fence\x18\x01 \x01(\x04R\x05fence\x12*\n" +
 	"\x06claims\x18\x02 \x03(\v2\x12.holdfast.v1.ClaimR\x06claims\x12\x1a\n" +
-	"\breplayed\x18\x03 \x01(\bR\breplayed\"\xa4\x01\n" +
+	"\breplayed\x18\x03 \x01(\bR\breplayed\"\xd4\x01\n" +
 	"\rCancelRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12'\n" +
 	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x1c\n" +
-	"\treference\x18\x05 \x01(\tR\treference\"J\n" +
+	"\treference\x18\x05 \x01(\tR\treference\x12.\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"J\n" +
 	"\x0eCancelResponse\x12\x1c\n" +
 	"\tcancelled\x18\x01 \x01(\rR\tcancelled\x12\x1a\n" +
-	"\breplayed\x18\x02 \x01(\bR\breplayed\"s\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\"\xa3\x01\n" +
 	"\rStatusRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x14\n" +
-	"\x05token\x18\x04 \x01(\tR\x05token\"\x7f\n" +
+	"\x05token\x18\x04 \x01(\tR\x05token\x12.\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"\x7f\n" +
 	"\x0eResourceStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x120\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1a.holdfast.v1.ResourceStateR\x05state\x12\x15\n" +
@@ -2022,75 +2156,82 @@ func file_holdfast_v1_holdfast_proto_rawDescGZIP() []byte {
 }
 
 var file_holdfast_v1_holdfast_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_holdfast_v1_holdfast_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_holdfast_v1_holdfast_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_holdfast_v1_holdfast_proto_goTypes = []any{
 	(Code)(0),               // 0: holdfast.v1.Code
 	(ResourceState)(0),      // 1: holdfast.v1.ResourceState
 	(*Request)(nil),         // 2: holdfast.v1.Request
 	(*Response)(nil),        // 3: holdfast.v1.Response
 	(*ErrorDetail)(nil),     // 4: holdfast.v1.ErrorDetail
-	(*HoldRequest)(nil),     // 5: holdfast.v1.HoldRequest
-	(*HoldResponse)(nil),    // 6: holdfast.v1.HoldResponse
-	(*ExtendRequest)(nil),   // 7: holdfast.v1.ExtendRequest
-	(*ExtendResponse)(nil),  // 8: holdfast.v1.ExtendResponse
-	(*ReleaseRequest)(nil),  // 9: holdfast.v1.ReleaseRequest
-	(*ReleaseResponse)(nil), // 10: holdfast.v1.ReleaseResponse
-	(*ConfirmRequest)(nil),  // 11: holdfast.v1.ConfirmRequest
-	(*Claim)(nil),           // 12: holdfast.v1.Claim
-	(*ConfirmResponse)(nil), // 13: holdfast.v1.ConfirmResponse
-	(*CancelRequest)(nil),   // 14: holdfast.v1.CancelRequest
-	(*CancelResponse)(nil),  // 15: holdfast.v1.CancelResponse
-	(*StatusRequest)(nil),   // 16: holdfast.v1.StatusRequest
-	(*ResourceStatus)(nil),  // 17: holdfast.v1.ResourceStatus
-	(*StatusResponse)(nil),  // 18: holdfast.v1.StatusResponse
-	(*HealthRequest)(nil),   // 19: holdfast.v1.HealthRequest
-	(*HealthResponse)(nil),  // 20: holdfast.v1.HealthResponse
-	(*MetricsRequest)(nil),  // 21: holdfast.v1.MetricsRequest
-	(*MetricsResponse)(nil), // 22: holdfast.v1.MetricsResponse
+	(*Segment)(nil),         // 5: holdfast.v1.Segment
+	(*HoldRequest)(nil),     // 6: holdfast.v1.HoldRequest
+	(*HoldResponse)(nil),    // 7: holdfast.v1.HoldResponse
+	(*ExtendRequest)(nil),   // 8: holdfast.v1.ExtendRequest
+	(*ExtendResponse)(nil),  // 9: holdfast.v1.ExtendResponse
+	(*ReleaseRequest)(nil),  // 10: holdfast.v1.ReleaseRequest
+	(*ReleaseResponse)(nil), // 11: holdfast.v1.ReleaseResponse
+	(*ConfirmRequest)(nil),  // 12: holdfast.v1.ConfirmRequest
+	(*Claim)(nil),           // 13: holdfast.v1.Claim
+	(*ConfirmResponse)(nil), // 14: holdfast.v1.ConfirmResponse
+	(*CancelRequest)(nil),   // 15: holdfast.v1.CancelRequest
+	(*CancelResponse)(nil),  // 16: holdfast.v1.CancelResponse
+	(*StatusRequest)(nil),   // 17: holdfast.v1.StatusRequest
+	(*ResourceStatus)(nil),  // 18: holdfast.v1.ResourceStatus
+	(*StatusResponse)(nil),  // 19: holdfast.v1.StatusResponse
+	(*HealthRequest)(nil),   // 20: holdfast.v1.HealthRequest
+	(*HealthResponse)(nil),  // 21: holdfast.v1.HealthResponse
+	(*MetricsRequest)(nil),  // 22: holdfast.v1.MetricsRequest
+	(*MetricsResponse)(nil), // 23: holdfast.v1.MetricsResponse
 }
 var file_holdfast_v1_holdfast_proto_depIdxs = []int32{
-	5,  // 0: holdfast.v1.Request.hold:type_name -> holdfast.v1.HoldRequest
-	7,  // 1: holdfast.v1.Request.extend:type_name -> holdfast.v1.ExtendRequest
-	9,  // 2: holdfast.v1.Request.release:type_name -> holdfast.v1.ReleaseRequest
-	11, // 3: holdfast.v1.Request.confirm:type_name -> holdfast.v1.ConfirmRequest
-	14, // 4: holdfast.v1.Request.cancel:type_name -> holdfast.v1.CancelRequest
-	16, // 5: holdfast.v1.Request.status:type_name -> holdfast.v1.StatusRequest
-	19, // 6: holdfast.v1.Request.health:type_name -> holdfast.v1.HealthRequest
-	21, // 7: holdfast.v1.Request.metrics:type_name -> holdfast.v1.MetricsRequest
+	6,  // 0: holdfast.v1.Request.hold:type_name -> holdfast.v1.HoldRequest
+	8,  // 1: holdfast.v1.Request.extend:type_name -> holdfast.v1.ExtendRequest
+	10, // 2: holdfast.v1.Request.release:type_name -> holdfast.v1.ReleaseRequest
+	12, // 3: holdfast.v1.Request.confirm:type_name -> holdfast.v1.ConfirmRequest
+	15, // 4: holdfast.v1.Request.cancel:type_name -> holdfast.v1.CancelRequest
+	17, // 5: holdfast.v1.Request.status:type_name -> holdfast.v1.StatusRequest
+	20, // 6: holdfast.v1.Request.health:type_name -> holdfast.v1.HealthRequest
+	22, // 7: holdfast.v1.Request.metrics:type_name -> holdfast.v1.MetricsRequest
 	0,  // 8: holdfast.v1.Response.code:type_name -> holdfast.v1.Code
 	4,  // 9: holdfast.v1.Response.error:type_name -> holdfast.v1.ErrorDetail
-	6,  // 10: holdfast.v1.Response.hold:type_name -> holdfast.v1.HoldResponse
-	8,  // 11: holdfast.v1.Response.extend:type_name -> holdfast.v1.ExtendResponse
-	10, // 12: holdfast.v1.Response.release:type_name -> holdfast.v1.ReleaseResponse
-	13, // 13: holdfast.v1.Response.confirm:type_name -> holdfast.v1.ConfirmResponse
-	15, // 14: holdfast.v1.Response.cancel:type_name -> holdfast.v1.CancelResponse
-	18, // 15: holdfast.v1.Response.status:type_name -> holdfast.v1.StatusResponse
-	20, // 16: holdfast.v1.Response.health:type_name -> holdfast.v1.HealthResponse
-	22, // 17: holdfast.v1.Response.metrics:type_name -> holdfast.v1.MetricsResponse
-	12, // 18: holdfast.v1.ConfirmResponse.claims:type_name -> holdfast.v1.Claim
-	1,  // 19: holdfast.v1.ResourceStatus.state:type_name -> holdfast.v1.ResourceState
-	17, // 20: holdfast.v1.StatusResponse.resources:type_name -> holdfast.v1.ResourceStatus
-	5,  // 21: holdfast.v1.Holdfast.Hold:input_type -> holdfast.v1.HoldRequest
-	7,  // 22: holdfast.v1.Holdfast.Extend:input_type -> holdfast.v1.ExtendRequest
-	9,  // 23: holdfast.v1.Holdfast.Release:input_type -> holdfast.v1.ReleaseRequest
-	11, // 24: holdfast.v1.Holdfast.Confirm:input_type -> holdfast.v1.ConfirmRequest
-	14, // 25: holdfast.v1.Holdfast.Cancel:input_type -> holdfast.v1.CancelRequest
-	16, // 26: holdfast.v1.Holdfast.Status:input_type -> holdfast.v1.StatusRequest
-	19, // 27: holdfast.v1.Holdfast.Health:input_type -> holdfast.v1.HealthRequest
-	21, // 28: holdfast.v1.Holdfast.Metrics:input_type -> holdfast.v1.MetricsRequest
-	6,  // 29: holdfast.v1.Holdfast.Hold:output_type -> holdfast.v1.HoldResponse
-	8,  // 30: holdfast.v1.Holdfast.Extend:output_type -> holdfast.v1.ExtendResponse
-	10, // 31: holdfast.v1.Holdfast.Release:output_type -> holdfast.v1.ReleaseResponse
-	13, // 32: holdfast.v1.Holdfast.Confirm:output_type -> holdfast.v1.ConfirmResponse
-	15, // 33: holdfast.v1.Holdfast.Cancel:output_type -> holdfast.v1.CancelResponse
-	18, // 34: holdfast.v1.Holdfast.Status:output_type -> holdfast.v1.StatusResponse
-	20, // 35: holdfast.v1.Holdfast.Health:output_type -> holdfast.v1.HealthResponse
-	22, // 36: holdfast.v1.Holdfast.Metrics:output_type -> holdfast.v1.MetricsResponse
-	29, // [29:37] is the sub-list for method output_type
-	21, // [21:29] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	7,  // 10: holdfast.v1.Response.hold:type_name -> holdfast.v1.HoldResponse
+	9,  // 11: holdfast.v1.Response.extend:type_name -> holdfast.v1.ExtendResponse
+	11, // 12: holdfast.v1.Response.release:type_name -> holdfast.v1.ReleaseResponse
+	14, // 13: holdfast.v1.Response.confirm:type_name -> holdfast.v1.ConfirmResponse
+	16, // 14: holdfast.v1.Response.cancel:type_name -> holdfast.v1.CancelResponse
+	19, // 15: holdfast.v1.Response.status:type_name -> holdfast.v1.StatusResponse
+	21, // 16: holdfast.v1.Response.health:type_name -> holdfast.v1.HealthResponse
+	23, // 17: holdfast.v1.Response.metrics:type_name -> holdfast.v1.MetricsResponse
+	5,  // 18: holdfast.v1.HoldRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 19: holdfast.v1.ExtendRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 20: holdfast.v1.ReleaseRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 21: holdfast.v1.ConfirmRequest.segment:type_name -> holdfast.v1.Segment
+	13, // 22: holdfast.v1.ConfirmResponse.claims:type_name -> holdfast.v1.Claim
+	5,  // 23: holdfast.v1.CancelRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 24: holdfast.v1.StatusRequest.segment:type_name -> holdfast.v1.Segment
+	1,  // 25: holdfast.v1.ResourceStatus.state:type_name -> holdfast.v1.ResourceState
+	18, // 26: holdfast.v1.StatusResponse.resources:type_name -> holdfast.v1.ResourceStatus
+	6,  // 27: holdfast.v1.Holdfast.Hold:input_type -> holdfast.v1.HoldRequest
+	8,  // 28: holdfast.v1.Holdfast.Extend:input_type -> holdfast.v1.ExtendRequest
+	10, // 29: holdfast.v1.Holdfast.Release:input_type -> holdfast.v1.ReleaseRequest
+	12, // 30: holdfast.v1.Holdfast.Confirm:input_type -> holdfast.v1.ConfirmRequest
+	15, // 31: holdfast.v1.Holdfast.Cancel:input_type -> holdfast.v1.CancelRequest
+	17, // 32: holdfast.v1.Holdfast.Status:input_type -> holdfast.v1.StatusRequest
+	20, // 33: holdfast.v1.Holdfast.Health:input_type -> holdfast.v1.HealthRequest
+	22, // 34: holdfast.v1.Holdfast.Metrics:input_type -> holdfast.v1.MetricsRequest
+	7,  // 35: holdfast.v1.Holdfast.Hold:output_type -> holdfast.v1.HoldResponse
+	9,  // 36: holdfast.v1.Holdfast.Extend:output_type -> holdfast.v1.ExtendResponse
+	11, // 37: holdfast.v1.Holdfast.Release:output_type -> holdfast.v1.ReleaseResponse
+	14, // 38: holdfast.v1.Holdfast.Confirm:output_type -> holdfast.v1.ConfirmResponse
+	16, // 39: holdfast.v1.Holdfast.Cancel:output_type -> holdfast.v1.CancelResponse
+	19, // 40: holdfast.v1.Holdfast.Status:output_type -> holdfast.v1.StatusResponse
+	21, // 41: holdfast.v1.Holdfast.Health:output_type -> holdfast.v1.HealthResponse
+	23, // 42: holdfast.v1.Holdfast.Metrics:output_type -> holdfast.v1.MetricsResponse
+	35, // [35:43] is the sub-list for method output_type
+	27, // [27:35] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_holdfast_v1_holdfast_proto_init() }
@@ -2124,7 +2265,7 @@ func file_holdfast_v1_holdfast_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holdfast_v1_holdfast_proto_rawDesc), len(file_holdfast_v1_holdfast_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   21,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

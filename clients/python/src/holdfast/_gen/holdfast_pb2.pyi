@@ -29,18 +29,20 @@ RESOURCE_STATE_HELD: ResourceState
 RESOURCE_STATE_UNSPECIFIED: ResourceState
 
 class CancelRequest(_message.Message):
-    __slots__ = ["idempotency_key", "ids", "namespace", "partition", "reference"]
+    __slots__ = ["idempotency_key", "ids", "namespace", "partition", "reference", "segment"]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
     idempotency_key: str
     ids: _containers.RepeatedScalarFieldContainer[str]
     namespace: str
     partition: str
     reference: str
-    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., idempotency_key: _Optional[str] = ..., reference: _Optional[str] = ...) -> None: ...
+    segment: Segment
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., idempotency_key: _Optional[str] = ..., reference: _Optional[str] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ...) -> None: ...
 
 class CancelResponse(_message.Message):
     __slots__ = ["cancelled", "replayed"]
@@ -63,13 +65,14 @@ class Claim(_message.Message):
     def __init__(self, resource_id: _Optional[str] = ..., fence: _Optional[int] = ..., reference: _Optional[str] = ..., confirmed_at_unix_ms: _Optional[int] = ...) -> None: ...
 
 class ConfirmRequest(_message.Message):
-    __slots__ = ["idempotency_key", "ids", "namespace", "partition", "payload", "reference", "token"]
+    __slots__ = ["idempotency_key", "ids", "namespace", "partition", "payload", "reference", "segment", "token"]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
     REFERENCE_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     idempotency_key: str
     ids: _containers.RepeatedScalarFieldContainer[str]
@@ -77,8 +80,9 @@ class ConfirmRequest(_message.Message):
     partition: str
     payload: bytes
     reference: str
+    segment: Segment
     token: str
-    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., reference: _Optional[str] = ..., payload: _Optional[bytes] = ...) -> None: ...
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., reference: _Optional[str] = ..., payload: _Optional[bytes] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ...) -> None: ...
 
 class ConfirmResponse(_message.Message):
     __slots__ = ["claims", "fence", "replayed"]
@@ -99,18 +103,20 @@ class ErrorDetail(_message.Message):
     def __init__(self, field: _Optional[str] = ..., resource_id: _Optional[str] = ...) -> None: ...
 
 class ExtendRequest(_message.Message):
-    __slots__ = ["ids", "namespace", "partition", "token", "ttl_ms"]
+    __slots__ = ["ids", "namespace", "partition", "segment", "token", "ttl_ms"]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     namespace: str
     partition: str
+    segment: Segment
     token: str
     ttl_ms: int
-    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., ttl_ms: _Optional[int] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ...) -> None: ...
 
 class ExtendResponse(_message.Message):
     __slots__ = ["ttl_ms"]
@@ -149,16 +155,18 @@ class HealthResponse(_message.Message):
     def __init__(self, live: bool = ..., ready: bool = ..., version: _Optional[str] = ..., redis: _Optional[str] = ..., postgres: _Optional[str] = ..., script_path: _Optional[str] = ..., release_path: _Optional[str] = ..., library: _Optional[str] = ..., connections: _Optional[int] = ..., in_flight: _Optional[int] = ..., draining: bool = ...) -> None: ...
 
 class HoldRequest(_message.Message):
-    __slots__ = ["ids", "namespace", "partition", "ttl_ms"]
+    __slots__ = ["ids", "namespace", "partition", "segment", "ttl_ms"]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     namespace: str
     partition: str
+    segment: Segment
     ttl_ms: int
-    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ...) -> None: ...
 
 class HoldResponse(_message.Message):
     __slots__ = ["fence", "token", "ttl_ms"]
@@ -181,16 +189,18 @@ class MetricsResponse(_message.Message):
     def __init__(self, text: _Optional[str] = ...) -> None: ...
 
 class ReleaseRequest(_message.Message):
-    __slots__ = ["ids", "namespace", "partition", "token"]
+    __slots__ = ["ids", "namespace", "partition", "segment", "token"]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     namespace: str
     partition: str
+    segment: Segment
     token: str
-    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ...) -> None: ...
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ...) -> None: ...
 
 class ReleaseResponse(_message.Message):
     __slots__ = ["released"]
@@ -268,17 +278,27 @@ class Response(_message.Message):
     status: StatusResponse
     def __init__(self, id: _Optional[int] = ..., correlation_id: _Optional[str] = ..., code: _Optional[_Union[Code, str]] = ..., message: _Optional[str] = ..., degraded: bool = ..., error: _Optional[_Union[ErrorDetail, _Mapping]] = ..., hold: _Optional[_Union[HoldResponse, _Mapping]] = ..., extend: _Optional[_Union[ExtendResponse, _Mapping]] = ..., release: _Optional[_Union[ReleaseResponse, _Mapping]] = ..., confirm: _Optional[_Union[ConfirmResponse, _Mapping]] = ..., cancel: _Optional[_Union[CancelResponse, _Mapping]] = ..., status: _Optional[_Union[StatusResponse, _Mapping]] = ..., health: _Optional[_Union[HealthResponse, _Mapping]] = ..., metrics: _Optional[_Union[MetricsResponse, _Mapping]] = ...) -> None: ...
 
+class Segment(_message.Message):
+    __slots__ = ["from_stop", "to_stop"]
+    FROM_STOP_FIELD_NUMBER: _ClassVar[int]
+    TO_STOP_FIELD_NUMBER: _ClassVar[int]
+    from_stop: int
+    to_stop: int
+    def __init__(self, from_stop: _Optional[int] = ..., to_stop: _Optional[int] = ...) -> None: ...
+
 class StatusRequest(_message.Message):
-    __slots__ = ["ids", "namespace", "partition", "token"]
+    __slots__ = ["ids", "namespace", "partition", "segment", "token"]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
+    SEGMENT_FIELD_NUMBER: _ClassVar[int]
     TOKEN_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     namespace: str
     partition: str
+    segment: Segment
     token: str
-    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ...) -> None: ...
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., token: _Optional[str] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ...) -> None: ...
 
 class StatusResponse(_message.Message):
     __slots__ = ["resources"]

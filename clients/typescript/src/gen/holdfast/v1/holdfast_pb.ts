@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file holdfast/v1/holdfast.proto.
  */
 export const file_holdfast_v1_holdfast: GenFile = /*@__PURE__*/
-  fileDesc("Chpob2xkZmFzdC92MS9ob2xkZmFzdC5wcm90bxILaG9sZGZhc3QudjEivQMKB1JlcXVlc3QSCgoCaWQYASABKAQSFgoOY29ycmVsYXRpb25faWQYAiABKAkSEgoKdGltZW91dF9tcxgDIAEoDRIoCgRob2xkGAogASgLMhguaG9sZGZhc3QudjEuSG9sZFJlcXVlc3RIABIsCgZleHRlbmQYCyABKAsyGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0SAASLgoHcmVsZWFzZRgMIAEoCzIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0SAASLgoHY29uZmlybRgNIAEoCzIbLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXF1ZXN0SAASLAoGY2FuY2VsGA4gASgLMhouaG9sZGZhc3QudjEuQ2FuY2VsUmVxdWVzdEgAEiwKBnN0YXR1cxgPIAEoCzIaLmhvbGRmYXN0LnYxLlN0YXR1c1JlcXVlc3RIABIsCgZoZWFsdGgYECABKAsyGi5ob2xkZmFzdC52MS5IZWFsdGhSZXF1ZXN0SAASLgoHbWV0cmljcxgRIAEoCzIbLmhvbGRmYXN0LnYxLk1ldHJpY3NSZXF1ZXN0SABCCAoGbWV0aG9kIp8ECghSZXNwb25zZRIKCgJpZBgBIAEoBBIWCg5jb3JyZWxhdGlvbl9pZBgCIAEoCRIfCgRjb2RlGAMgASgOMhEuaG9sZGZhc3QudjEuQ29kZRIPCgdtZXNzYWdlGAQgASgJEhAKCGRlZ3JhZGVkGAUgASgIEicKBWVycm9yGAYgASgLMhguaG9sZGZhc3QudjEuRXJyb3JEZXRhaWwSKQoEaG9sZBgKIAEoCzIZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZUgAEi0KBmV4dGVuZBgLIAEoCzIbLmhvbGRmYXN0LnYxLkV4dGVuZFJlc3BvbnNlSAASLwoHcmVsZWFzZRgMIAEoCzIcLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXNwb25zZUgAEi8KB2NvbmZpcm0YDSABKAsyHC5ob2xkZmFzdC52MS5Db25maXJtUmVzcG9uc2VIABItCgZjYW5jZWwYDiABKAsyGy5ob2xkZmFzdC52MS5DYW5jZWxSZXNwb25zZUgAEi0KBnN0YXR1cxgPIAEoCzIbLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlSAASLQoGaGVhbHRoGBAgASgLMhsuaG9sZGZhc3QudjEuSGVhbHRoUmVzcG9uc2VIABIvCgdtZXRyaWNzGBEgASgLMhwuaG9sZGZhc3QudjEuTWV0cmljc1Jlc3BvbnNlSABCCAoGcmVzdWx0IjEKC0Vycm9yRGV0YWlsEg0KBWZpZWxkGAEgASgJEhMKC3Jlc291cmNlX2lkGAIgASgJIlAKC0hvbGRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg4KBnR0bF9tcxgEIAEoDSI8CgxIb2xkUmVzcG9uc2USDQoFdG9rZW4YASABKAkSDQoFZmVuY2UYAiABKAQSDgoGdHRsX21zGAMgASgNImEKDUV4dGVuZFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSDgoGdHRsX21zGAUgASgNIiAKDkV4dGVuZFJlc3BvbnNlEg4KBnR0bF9tcxgBIAEoDSJSCg5SZWxlYXNlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRINCgV0b2tlbhgEIAEoCSIjCg9SZWxlYXNlUmVzcG9uc2USEAoIcmVsZWFzZWQYASABKA0ijwEKDkNvbmZpcm1SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg0KBXRva2VuGAQgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRIRCglyZWZlcmVuY2UYBiABKAkSDwoHcGF5bG9hZBgHIAEoDCJcCgVDbGFpbRITCgtyZXNvdXJjZV9pZBgBIAEoCRINCgVmZW5jZRgCIAEoBBIRCglyZWZlcmVuY2UYAyABKAkSHAoUY29uZmlybWVkX2F0X3VuaXhfbXMYBCABKAMiVgoPQ29uZmlybVJlc3BvbnNlEg0KBWZlbmNlGAEgASgEEiIKBmNsYWltcxgCIAMoCzISLmhvbGRmYXN0LnYxLkNsYWltEhAKCHJlcGxheWVkGAMgASgIIm4KDUNhbmNlbFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhEKCXJlZmVyZW5jZRgFIAEoCSI1Cg5DYW5jZWxSZXNwb25zZRIRCgljYW5jZWxsZWQYASABKA0SEAoIcmVwbGF5ZWQYAiABKAgiUQoNU3RhdHVzUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRINCgV0b2tlbhgEIAEoCSJmCg5SZXNvdXJjZVN0YXR1cxIKCgJpZBgBIAEoCRIpCgVzdGF0ZRgCIAEoDjIaLmhvbGRmYXN0LnYxLlJlc291cmNlU3RhdGUSDgoGdHRsX21zGAMgASgDEg0KBW93bmVkGAQgASgIIkAKDlN0YXR1c1Jlc3BvbnNlEi4KCXJlc291cmNlcxgBIAMoCzIbLmhvbGRmYXN0LnYxLlJlc291cmNlU3RhdHVzIg8KDUhlYWx0aFJlcXVlc3Qi1QEKDkhlYWx0aFJlc3BvbnNlEgwKBGxpdmUYASABKAgSDQoFcmVhZHkYAiABKAgSDwoHdmVyc2lvbhgDIAEoCRINCgVyZWRpcxgEIAEoCRIQCghwb3N0Z3JlcxgFIAEoCRITCgtzY3JpcHRfcGF0aBgGIAEoCRIUCgxyZWxlYXNlX3BhdGgYByABKAkSDwoHbGlicmFyeRgIIAEoCRITCgtjb25uZWN0aW9ucxgJIAEoDRIRCglpbl9mbGlnaHQYCiABKA0SEAoIZHJhaW5pbmcYCyABKAgiEAoOTWV0cmljc1JlcXVlc3QiHwoPTWV0cmljc1Jlc3BvbnNlEgwKBHRleHQYASABKAkqowMKBENvZGUSFAoQQ09ERV9VTlNQRUNJRklFRBAAEgsKB0NPREVfT0sQARIYChRDT0RFX0hFTERfQllfQU5PVEhFUhACEhEKDUNPREVfTk9UX0hFTEQQAxISCg5DT0RFX0NPTkZJUk1FRBAEEhkKFUNPREVfSU5WQUxJRF9BUkdVTUVOVBAFEhQKEENPREVfVU5BVkFJTEFCTEUQBhIaChZDT0RFX0RFQURMSU5FX0VYQ0VFREVEEAcSGwoXQ09ERV9SRVNPVVJDRV9FWEhBVVNURUQQCBIaChZDT0RFX1BFUk1JU1NJT05fREVOSUVEEAkSEQoNQ09ERV9DT05GTElDVBAKEhIKDkNPREVfSE9MRF9MT1NUEAsSDgoKQ09ERV9TVEFMRRAMEh0KGUNPREVfSURFTVBPVEVOQ1lfTUlTTUFUQ0gQDRISCg5DT0RFX05PVF9GT1VORBAOEhYKEkNPREVfVU5JTVBMRU1FTlRFRBAPEhEKDUNPREVfSU5URVJOQUwQEBIcChhDT0RFX0ZBSUxFRF9QUkVDT05ESVRJT04QESp/Cg1SZXNvdXJjZVN0YXRlEh4KGlJFU09VUkNFX1NUQVRFX1VOU1BFQ0lGSUVEEAASFwoTUkVTT1VSQ0VfU1RBVEVfRlJFRRABEhcKE1JFU09VUkNFX1NUQVRFX0hFTEQQAhIcChhSRVNPVVJDRV9TVEFURV9DT05GSVJNRUQQAzKlBAoISG9sZGZhc3QSOwoESG9sZBIYLmhvbGRmYXN0LnYxLkhvbGRSZXF1ZXN0GhkuaG9sZGZhc3QudjEuSG9sZFJlc3BvbnNlEkEKBkV4dGVuZBIaLmhvbGRmYXN0LnYxLkV4dGVuZFJlcXVlc3QaGy5ob2xkZmFzdC52MS5FeHRlbmRSZXNwb25zZRJECgdSZWxlYXNlEhsuaG9sZGZhc3QudjEuUmVsZWFzZVJlcXVlc3QaHC5ob2xkZmFzdC52MS5SZWxlYXNlUmVzcG9uc2USRAoHQ29uZmlybRIbLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXF1ZXN0GhwuaG9sZGZhc3QudjEuQ29uZmlybVJlc3BvbnNlEkEKBkNhbmNlbBIaLmhvbGRmYXN0LnYxLkNhbmNlbFJlcXVlc3QaGy5ob2xkZmFzdC52MS5DYW5jZWxSZXNwb25zZRJBCgZTdGF0dXMSGi5ob2xkZmFzdC52MS5TdGF0dXNSZXF1ZXN0GhsuaG9sZGZhc3QudjEuU3RhdHVzUmVzcG9uc2USQQoGSGVhbHRoEhouaG9sZGZhc3QudjEuSGVhbHRoUmVxdWVzdBobLmhvbGRmYXN0LnYxLkhlYWx0aFJlc3BvbnNlEkQKB01ldHJpY3MSGy5ob2xkZmFzdC52MS5NZXRyaWNzUmVxdWVzdBocLmhvbGRmYXN0LnYxLk1ldHJpY3NSZXNwb25zZUJhCg9kZXYuaG9sZGZhc3QudjFCDUhvbGRmYXN0UHJvdG9QAVo9Z2l0aHViLmNvbS9ob2xkZmFzdC9ob2xkZmFzdC9jbGllbnRzL2dvL2hvbGRmYXN0cGI7aG9sZGZhc3RwYmIGcHJvdG8z");
+  fileDesc("Chpob2xkZmFzdC92MS9ob2xkZmFzdC5wcm90bxILaG9sZGZhc3QudjEivQMKB1JlcXVlc3QSCgoCaWQYASABKAQSFgoOY29ycmVsYXRpb25faWQYAiABKAkSEgoKdGltZW91dF9tcxgDIAEoDRIoCgRob2xkGAogASgLMhguaG9sZGZhc3QudjEuSG9sZFJlcXVlc3RIABIsCgZleHRlbmQYCyABKAsyGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0SAASLgoHcmVsZWFzZRgMIAEoCzIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0SAASLgoHY29uZmlybRgNIAEoCzIbLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXF1ZXN0SAASLAoGY2FuY2VsGA4gASgLMhouaG9sZGZhc3QudjEuQ2FuY2VsUmVxdWVzdEgAEiwKBnN0YXR1cxgPIAEoCzIaLmhvbGRmYXN0LnYxLlN0YXR1c1JlcXVlc3RIABIsCgZoZWFsdGgYECABKAsyGi5ob2xkZmFzdC52MS5IZWFsdGhSZXF1ZXN0SAASLgoHbWV0cmljcxgRIAEoCzIbLmhvbGRmYXN0LnYxLk1ldHJpY3NSZXF1ZXN0SABCCAoGbWV0aG9kIp8ECghSZXNwb25zZRIKCgJpZBgBIAEoBBIWCg5jb3JyZWxhdGlvbl9pZBgCIAEoCRIfCgRjb2RlGAMgASgOMhEuaG9sZGZhc3QudjEuQ29kZRIPCgdtZXNzYWdlGAQgASgJEhAKCGRlZ3JhZGVkGAUgASgIEicKBWVycm9yGAYgASgLMhguaG9sZGZhc3QudjEuRXJyb3JEZXRhaWwSKQoEaG9sZBgKIAEoCzIZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZUgAEi0KBmV4dGVuZBgLIAEoCzIbLmhvbGRmYXN0LnYxLkV4dGVuZFJlc3BvbnNlSAASLwoHcmVsZWFzZRgMIAEoCzIcLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXNwb25zZUgAEi8KB2NvbmZpcm0YDSABKAsyHC5ob2xkZmFzdC52MS5Db25maXJtUmVzcG9uc2VIABItCgZjYW5jZWwYDiABKAsyGy5ob2xkZmFzdC52MS5DYW5jZWxSZXNwb25zZUgAEi0KBnN0YXR1cxgPIAEoCzIbLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlSAASLQoGaGVhbHRoGBAgASgLMhsuaG9sZGZhc3QudjEuSGVhbHRoUmVzcG9uc2VIABIvCgdtZXRyaWNzGBEgASgLMhwuaG9sZGZhc3QudjEuTWV0cmljc1Jlc3BvbnNlSABCCAoGcmVzdWx0IjEKC0Vycm9yRGV0YWlsEg0KBWZpZWxkGAEgASgJEhMKC3Jlc291cmNlX2lkGAIgASgJIi0KB1NlZ21lbnQSEQoJZnJvbV9zdG9wGAEgASgNEg8KB3RvX3N0b3AYAiABKA0idwoLSG9sZFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDgoGdHRsX21zGAQgASgNEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50IjwKDEhvbGRSZXNwb25zZRINCgV0b2tlbhgBIAEoCRINCgVmZW5jZRgCIAEoBBIOCgZ0dGxfbXMYAyABKA0iiAEKDUV4dGVuZFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSDgoGdHRsX21zGAUgASgNEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50IiAKDkV4dGVuZFJlc3BvbnNlEg4KBnR0bF9tcxgBIAEoDSJ5Cg5SZWxlYXNlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRINCgV0b2tlbhgEIAEoCRIlCgdzZWdtZW50GA8gASgLMhQuaG9sZGZhc3QudjEuU2VnbWVudCIjCg9SZWxlYXNlUmVzcG9uc2USEAoIcmVsZWFzZWQYASABKA0itgEKDkNvbmZpcm1SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg0KBXRva2VuGAQgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRIRCglyZWZlcmVuY2UYBiABKAkSDwoHcGF5bG9hZBgHIAEoDBIlCgdzZWdtZW50GA8gASgLMhQuaG9sZGZhc3QudjEuU2VnbWVudCJcCgVDbGFpbRITCgtyZXNvdXJjZV9pZBgBIAEoCRINCgVmZW5jZRgCIAEoBBIRCglyZWZlcmVuY2UYAyABKAkSHAoUY29uZmlybWVkX2F0X3VuaXhfbXMYBCABKAMiVgoPQ29uZmlybVJlc3BvbnNlEg0KBWZlbmNlGAEgASgEEiIKBmNsYWltcxgCIAMoCzISLmhvbGRmYXN0LnYxLkNsYWltEhAKCHJlcGxheWVkGAMgASgIIpUBCg1DYW5jZWxSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIRCglyZWZlcmVuY2UYBSABKAkSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQiNQoOQ2FuY2VsUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgNEhAKCHJlcGxheWVkGAIgASgIIngKDVN0YXR1c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQiZgoOUmVzb3VyY2VTdGF0dXMSCgoCaWQYASABKAkSKQoFc3RhdGUYAiABKA4yGi5ob2xkZmFzdC52MS5SZXNvdXJjZVN0YXRlEg4KBnR0bF9tcxgDIAEoAxINCgVvd25lZBgEIAEoCCJACg5TdGF0dXNSZXNwb25zZRIuCglyZXNvdXJjZXMYASADKAsyGy5ob2xkZmFzdC52MS5SZXNvdXJjZVN0YXR1cyIPCg1IZWFsdGhSZXF1ZXN0ItUBCg5IZWFsdGhSZXNwb25zZRIMCgRsaXZlGAEgASgIEg0KBXJlYWR5GAIgASgIEg8KB3ZlcnNpb24YAyABKAkSDQoFcmVkaXMYBCABKAkSEAoIcG9zdGdyZXMYBSABKAkSEwoLc2NyaXB0X3BhdGgYBiABKAkSFAoMcmVsZWFzZV9wYXRoGAcgASgJEg8KB2xpYnJhcnkYCCABKAkSEwoLY29ubmVjdGlvbnMYCSABKA0SEQoJaW5fZmxpZ2h0GAogASgNEhAKCGRyYWluaW5nGAsgASgIIhAKDk1ldHJpY3NSZXF1ZXN0Ih8KD01ldHJpY3NSZXNwb25zZRIMCgR0ZXh0GAEgASgJKqMDCgRDb2RlEhQKEENPREVfVU5TUEVDSUZJRUQQABILCgdDT0RFX09LEAESGAoUQ09ERV9IRUxEX0JZX0FOT1RIRVIQAhIRCg1DT0RFX05PVF9IRUxEEAMSEgoOQ09ERV9DT05GSVJNRUQQBBIZChVDT0RFX0lOVkFMSURfQVJHVU1FTlQQBRIUChBDT0RFX1VOQVZBSUxBQkxFEAYSGgoWQ09ERV9ERUFETElORV9FWENFRURFRBAHEhsKF0NPREVfUkVTT1VSQ0VfRVhIQVVTVEVEEAgSGgoWQ09ERV9QRVJNSVNTSU9OX0RFTklFRBAJEhEKDUNPREVfQ09ORkxJQ1QQChISCg5DT0RFX0hPTERfTE9TVBALEg4KCkNPREVfU1RBTEUQDBIdChlDT0RFX0lERU1QT1RFTkNZX01JU01BVENIEA0SEgoOQ09ERV9OT1RfRk9VTkQQDhIWChJDT0RFX1VOSU1QTEVNRU5URUQQDxIRCg1DT0RFX0lOVEVSTkFMEBASHAoYQ09ERV9GQUlMRURfUFJFQ09ORElUSU9OEBEqfwoNUmVzb3VyY2VTdGF0ZRIeChpSRVNPVVJDRV9TVEFURV9VTlNQRUNJRklFRBAAEhcKE1JFU09VUkNFX1NUQVRFX0ZSRUUQARIXChNSRVNPVVJDRV9TVEFURV9IRUxEEAISHAoYUkVTT1VSQ0VfU1RBVEVfQ09ORklSTUVEEAMypQQKCEhvbGRmYXN0EjsKBEhvbGQSGC5ob2xkZmFzdC52MS5Ib2xkUmVxdWVzdBoZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZRJBCgZFeHRlbmQSGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0GhsuaG9sZGZhc3QudjEuRXh0ZW5kUmVzcG9uc2USRAoHUmVsZWFzZRIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0GhwuaG9sZGZhc3QudjEuUmVsZWFzZVJlc3BvbnNlEkQKB0NvbmZpcm0SGy5ob2xkZmFzdC52MS5Db25maXJtUmVxdWVzdBocLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXNwb25zZRJBCgZDYW5jZWwSGi5ob2xkZmFzdC52MS5DYW5jZWxSZXF1ZXN0GhsuaG9sZGZhc3QudjEuQ2FuY2VsUmVzcG9uc2USQQoGU3RhdHVzEhouaG9sZGZhc3QudjEuU3RhdHVzUmVxdWVzdBobLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlEkEKBkhlYWx0aBIaLmhvbGRmYXN0LnYxLkhlYWx0aFJlcXVlc3QaGy5ob2xkZmFzdC52MS5IZWFsdGhSZXNwb25zZRJECgdNZXRyaWNzEhsuaG9sZGZhc3QudjEuTWV0cmljc1JlcXVlc3QaHC5ob2xkZmFzdC52MS5NZXRyaWNzUmVzcG9uc2VCYQoPZGV2LmhvbGRmYXN0LnYxQg1Ib2xkZmFzdFByb3RvUAFaPWdpdGh1Yi5jb20vaG9sZGZhc3QvaG9sZGZhc3QvY2xpZW50cy9nby9ob2xkZmFzdHBiO2hvbGRmYXN0cGJiBnByb3RvMw");
 
 /**
  * @generated from message holdfast.v1.Request
@@ -246,6 +246,30 @@ export const ErrorDetailSchema: GenMessage<ErrorDetail> = /*@__PURE__*/
   messageDesc(file_holdfast_v1_holdfast, 2);
 
 /**
+ * A trip along a line of stops: legs from_stop .. to_stop - 1.
+ *
+ * @generated from message holdfast.v1.Segment
+ */
+export type Segment = Message<"holdfast.v1.Segment"> & {
+  /**
+   * @generated from field: uint32 from_stop = 1;
+   */
+  fromStop: number;
+
+  /**
+   * @generated from field: uint32 to_stop = 2;
+   */
+  toStop: number;
+};
+
+/**
+ * Describes the message holdfast.v1.Segment.
+ * Use `create(SegmentSchema)` to create a new message.
+ */
+export const SegmentSchema: GenMessage<Segment> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 3);
+
+/**
  * @generated from message holdfast.v1.HoldRequest
  */
 export type HoldRequest = Message<"holdfast.v1.HoldRequest"> & {
@@ -273,6 +297,16 @@ export type HoldRequest = Message<"holdfast.v1.HoldRequest"> & {
    * @generated from field: uint32 ttl_ms = 4;
    */
   ttlMs: number;
+
+  /**
+   * Journey segments (namespaces with max_legs > 0, and only there): the
+   * request applies to every leg of the trip from from_stop to to_stop of
+   * each id; leg k runs from stop k to stop k+1, and answers name a leg as
+   * "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+   *
+   * @generated from field: holdfast.v1.Segment segment = 15;
+   */
+  segment?: Segment | undefined;
 };
 
 /**
@@ -280,7 +314,7 @@ export type HoldRequest = Message<"holdfast.v1.HoldRequest"> & {
  * Use `create(HoldRequestSchema)` to create a new message.
  */
 export const HoldRequestSchema: GenMessage<HoldRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 3);
+  messageDesc(file_holdfast_v1_holdfast, 4);
 
 /**
  * @generated from message holdfast.v1.HoldResponse
@@ -314,7 +348,7 @@ export type HoldResponse = Message<"holdfast.v1.HoldResponse"> & {
  * Use `create(HoldResponseSchema)` to create a new message.
  */
 export const HoldResponseSchema: GenMessage<HoldResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 4);
+  messageDesc(file_holdfast_v1_holdfast, 5);
 
 /**
  * @generated from message holdfast.v1.ExtendRequest
@@ -346,6 +380,16 @@ export type ExtendRequest = Message<"holdfast.v1.ExtendRequest"> & {
    * @generated from field: uint32 ttl_ms = 5;
    */
   ttlMs: number;
+
+  /**
+   * Journey segments (namespaces with max_legs > 0, and only there): the
+   * request applies to every leg of the trip from from_stop to to_stop of
+   * each id; leg k runs from stop k to stop k+1, and answers name a leg as
+   * "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+   *
+   * @generated from field: holdfast.v1.Segment segment = 15;
+   */
+  segment?: Segment | undefined;
 };
 
 /**
@@ -353,7 +397,7 @@ export type ExtendRequest = Message<"holdfast.v1.ExtendRequest"> & {
  * Use `create(ExtendRequestSchema)` to create a new message.
  */
 export const ExtendRequestSchema: GenMessage<ExtendRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 5);
+  messageDesc(file_holdfast_v1_holdfast, 6);
 
 /**
  * @generated from message holdfast.v1.ExtendResponse
@@ -370,7 +414,7 @@ export type ExtendResponse = Message<"holdfast.v1.ExtendResponse"> & {
  * Use `create(ExtendResponseSchema)` to create a new message.
  */
 export const ExtendResponseSchema: GenMessage<ExtendResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 6);
+  messageDesc(file_holdfast_v1_holdfast, 7);
 
 /**
  * @generated from message holdfast.v1.ReleaseRequest
@@ -395,6 +439,16 @@ export type ReleaseRequest = Message<"holdfast.v1.ReleaseRequest"> & {
    * @generated from field: string token = 4;
    */
   token: string;
+
+  /**
+   * Journey segments (namespaces with max_legs > 0, and only there): the
+   * request applies to every leg of the trip from from_stop to to_stop of
+   * each id; leg k runs from stop k to stop k+1, and answers name a leg as
+   * "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+   *
+   * @generated from field: holdfast.v1.Segment segment = 15;
+   */
+  segment?: Segment | undefined;
 };
 
 /**
@@ -402,7 +456,7 @@ export type ReleaseRequest = Message<"holdfast.v1.ReleaseRequest"> & {
  * Use `create(ReleaseRequestSchema)` to create a new message.
  */
 export const ReleaseRequestSchema: GenMessage<ReleaseRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 7);
+  messageDesc(file_holdfast_v1_holdfast, 8);
 
 /**
  * @generated from message holdfast.v1.ReleaseResponse
@@ -422,7 +476,7 @@ export type ReleaseResponse = Message<"holdfast.v1.ReleaseResponse"> & {
  * Use `create(ReleaseResponseSchema)` to create a new message.
  */
 export const ReleaseResponseSchema: GenMessage<ReleaseResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 8);
+  messageDesc(file_holdfast_v1_holdfast, 9);
 
 /**
  * @generated from message holdfast.v1.ConfirmRequest
@@ -469,6 +523,16 @@ export type ConfirmRequest = Message<"holdfast.v1.ConfirmRequest"> & {
    * @generated from field: bytes payload = 7;
    */
   payload: Uint8Array;
+
+  /**
+   * Journey segments (namespaces with max_legs > 0, and only there): the
+   * request applies to every leg of the trip from from_stop to to_stop of
+   * each id; leg k runs from stop k to stop k+1, and answers name a leg as
+   * "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+   *
+   * @generated from field: holdfast.v1.Segment segment = 15;
+   */
+  segment?: Segment | undefined;
 };
 
 /**
@@ -476,7 +540,7 @@ export type ConfirmRequest = Message<"holdfast.v1.ConfirmRequest"> & {
  * Use `create(ConfirmRequestSchema)` to create a new message.
  */
 export const ConfirmRequestSchema: GenMessage<ConfirmRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 9);
+  messageDesc(file_holdfast_v1_holdfast, 10);
 
 /**
  * @generated from message holdfast.v1.Claim
@@ -508,7 +572,7 @@ export type Claim = Message<"holdfast.v1.Claim"> & {
  * Use `create(ClaimSchema)` to create a new message.
  */
 export const ClaimSchema: GenMessage<Claim> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 10);
+  messageDesc(file_holdfast_v1_holdfast, 11);
 
 /**
  * @generated from message holdfast.v1.ConfirmResponse
@@ -537,7 +601,7 @@ export type ConfirmResponse = Message<"holdfast.v1.ConfirmResponse"> & {
  * Use `create(ConfirmResponseSchema)` to create a new message.
  */
 export const ConfirmResponseSchema: GenMessage<ConfirmResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 11);
+  messageDesc(file_holdfast_v1_holdfast, 12);
 
 /**
  * @generated from message holdfast.v1.CancelRequest
@@ -567,6 +631,16 @@ export type CancelRequest = Message<"holdfast.v1.CancelRequest"> & {
    * @generated from field: string reference = 5;
    */
   reference: string;
+
+  /**
+   * Journey segments (namespaces with max_legs > 0, and only there): the
+   * request applies to every leg of the trip from from_stop to to_stop of
+   * each id; leg k runs from stop k to stop k+1, and answers name a leg as
+   * "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+   *
+   * @generated from field: holdfast.v1.Segment segment = 15;
+   */
+  segment?: Segment | undefined;
 };
 
 /**
@@ -574,7 +648,7 @@ export type CancelRequest = Message<"holdfast.v1.CancelRequest"> & {
  * Use `create(CancelRequestSchema)` to create a new message.
  */
 export const CancelRequestSchema: GenMessage<CancelRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 12);
+  messageDesc(file_holdfast_v1_holdfast, 13);
 
 /**
  * @generated from message holdfast.v1.CancelResponse
@@ -596,7 +670,7 @@ export type CancelResponse = Message<"holdfast.v1.CancelResponse"> & {
  * Use `create(CancelResponseSchema)` to create a new message.
  */
 export const CancelResponseSchema: GenMessage<CancelResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 13);
+  messageDesc(file_holdfast_v1_holdfast, 14);
 
 /**
  * @generated from message holdfast.v1.StatusRequest
@@ -623,6 +697,16 @@ export type StatusRequest = Message<"holdfast.v1.StatusRequest"> & {
    * @generated from field: string token = 4;
    */
   token: string;
+
+  /**
+   * Journey segments (namespaces with max_legs > 0, and only there): the
+   * request applies to every leg of the trip from from_stop to to_stop of
+   * each id; leg k runs from stop k to stop k+1, and answers name a leg as
+   * "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
+   *
+   * @generated from field: holdfast.v1.Segment segment = 15;
+   */
+  segment?: Segment | undefined;
 };
 
 /**
@@ -630,7 +714,7 @@ export type StatusRequest = Message<"holdfast.v1.StatusRequest"> & {
  * Use `create(StatusRequestSchema)` to create a new message.
  */
 export const StatusRequestSchema: GenMessage<StatusRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 14);
+  messageDesc(file_holdfast_v1_holdfast, 15);
 
 /**
  * @generated from message holdfast.v1.ResourceStatus
@@ -666,7 +750,7 @@ export type ResourceStatus = Message<"holdfast.v1.ResourceStatus"> & {
  * Use `create(ResourceStatusSchema)` to create a new message.
  */
 export const ResourceStatusSchema: GenMessage<ResourceStatus> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 15);
+  messageDesc(file_holdfast_v1_holdfast, 16);
 
 /**
  * @generated from message holdfast.v1.StatusResponse
@@ -683,7 +767,7 @@ export type StatusResponse = Message<"holdfast.v1.StatusResponse"> & {
  * Use `create(StatusResponseSchema)` to create a new message.
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 16);
+  messageDesc(file_holdfast_v1_holdfast, 17);
 
 /**
  * @generated from message holdfast.v1.HealthRequest
@@ -696,7 +780,7 @@ export type HealthRequest = Message<"holdfast.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 17);
+  messageDesc(file_holdfast_v1_holdfast, 18);
 
 /**
  * @generated from message holdfast.v1.HealthResponse
@@ -778,7 +862,7 @@ export type HealthResponse = Message<"holdfast.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 18);
+  messageDesc(file_holdfast_v1_holdfast, 19);
 
 /**
  * @generated from message holdfast.v1.MetricsRequest
@@ -791,7 +875,7 @@ export type MetricsRequest = Message<"holdfast.v1.MetricsRequest"> & {
  * Use `create(MetricsRequestSchema)` to create a new message.
  */
 export const MetricsRequestSchema: GenMessage<MetricsRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 19);
+  messageDesc(file_holdfast_v1_holdfast, 20);
 
 /**
  * @generated from message holdfast.v1.MetricsResponse
@@ -810,7 +894,7 @@ export type MetricsResponse = Message<"holdfast.v1.MetricsResponse"> & {
  * Use `create(MetricsResponseSchema)` to create a new message.
  */
 export const MetricsResponseSchema: GenMessage<MetricsResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 20);
+  messageDesc(file_holdfast_v1_holdfast, 21);
 
 /**
  * Result of a call. Each value means one thing, so a caller can act on it
