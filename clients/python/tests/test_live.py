@@ -174,7 +174,7 @@ def test_confirm_and_idempotent_retry(client, stack, partition):
 
 def test_deadline_exceeded_while_redis_is_paused(stack, partition):
     if stack.redis_socket is None:
-        pytest.skip("needs the stack's Redis socket (set HOLDFAST_DEVSTACK_DIR, not HOLDFAST_SOCKET)")
+        pytest.skip("needs the stack's Redis socket (DIR/redis.sock)")
     with Client(stack.socket, timeout=5) as c:
         with stack.redis_paused():
             with pytest.raises(DeadlineExceeded) as ei:
@@ -196,8 +196,7 @@ def test_deadline_exceeded_while_redis_is_paused(stack, partition):
 
 def test_client_reconnects_after_daemon_restart(stack, partition):
     if not stack.can_restart:
-        pytest.skip("restarting the daemon needs the stack's directory and pid file "
-                    "(HOLDFAST_DEVSTACK_DIR with holdfastd.pid)")
+        pytest.skip("restarting the daemon needs the stack's pid file (DIR/holdfastd.pid)")
     with Client(stack.socket, timeout=5) as c:
         h = c.hold(NS, partition, ["R1", "R2"], ttl_ms=60000)
         stack.tokens.append(h.token)
@@ -268,7 +267,7 @@ def test_async_client_round_trip(stack, partition):
 def test_zz_daemon_log_never_shows_a_token(stack):
     """Runs last in this file: every token issued above must be absent from the log."""
     if stack.dir is None or not (stack.dir / "holdfastd.log").exists():
-        pytest.skip("daemon log not available (HOLDFAST_SOCKET only)")
+        pytest.skip("daemon log not available (DIR/holdfastd.log)")
     if not stack.tokens:
         pytest.skip("no live test issued a token in this run")
     text = (stack.dir / "holdfastd.log").read_text(errors="replace")
