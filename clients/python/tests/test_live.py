@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from conftest import _wait_ready
 from holdfast import (AsyncClient, Client, ClientClosed, Code, Confirmed, DeadlineExceeded,
                       FailedPrecondition, HeldByAnother, HoldfastError, InvalidArgument,
                       NotFound, NotHeld, ResourceState, Unavailable, Unimplemented)
@@ -212,6 +213,9 @@ def test_client_reconnects_after_daemon_restart(stack, partition):
                 assert time.monotonic() < deadline, "daemon did not come back"
                 time.sleep(0.1)
         assert h.release() == 2
+    # Leave the stack as found: the restarted daemon's PostgreSQL pool may still
+    # be connecting, and the tests after this one expect a ready daemon.
+    _wait_ready(stack.socket, 30)
 
 
 def test_closed_client_gives_clear_error(stack, partition):

@@ -235,6 +235,9 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
         }
       }
       assert.equal(await h.release(), 2);
+      // Leave the stack as found: the restarted daemon's PostgreSQL pool may
+      // still be connecting, and the tests after this one expect it ready.
+      await stack.waitReady(30_000);
     } finally {
       c.close();
     }
