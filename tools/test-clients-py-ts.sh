@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Runs the Python and TypeScript client suites: golden wire frames, transport
-# mechanics, and live tests against a real holdfastd (+ Redis, + PostgreSQL
-# when the daemon supports it). The live tests use HOLDFAST_DEVSTACK_DIR or
-# HOLDFAST_SOCKET when set; otherwise each suite starts its own stack with
-# tools/devstack.sh (building the daemon first if it is not built).
+# Runs the Python and TypeScript client suites: golden wire frames, the client
+# contract (protos/contract/), transport mechanics, and live tests against a
+# real holdfastd (+ Redis, + PostgreSQL when the daemon supports it); then runs
+# each client's example twice against the same daemon (each run counts as one
+# test: examples must work again and again).
+# The live tests and examples use one private stack made for tests, started
+# here with tools/devstack.sh (building the daemon first if it is not built)
+# and handed to the suites as HOLDFAST_TEST_STACK; HOLDFAST_TEST_STACK=DIR set
+# by the caller (a `tools/devstack.sh up DIR` stack) is used instead.
+# HOLDFAST_SOCKET is never used: it names a real daemon.
 # Also checks that the checked-in generated code matches protos/.
 # Installs into build/clients-py-ts/ and clients/typescript/node_modules only.
 # Exits non-zero if anything fails; prints each runner's summary lines.
@@ -12,19 +17,36 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 work="$root/build/clients-py-ts"
 logs="$(mktemp -d)"
 scratch="$(mktemp -d)"
-trap 'rm -rf "$logs" "$scratch"' EXIT
+stack="" # the test stack this script started, if any
+cleanup() {
+  if [[ -n "$stack" ]]; then
+    bash "$root/tools/devstack.sh" down "$stack" >/dev/null 2>&1
+    rm -rf "$stack"
+  fi
+  rm -rf "$logs" "$scratch"
+}
+trap cleanup EXIT
 export PYTHONDONTWRITEBYTECODE=1
+unset HOLDFAST_SOCKET # a real daemon's socket: nothing here may use it
 
 bash "$root/tools/deps-clients-py-ts.sh" || exit 1
 
-# The live tests need a built daemon and redis-server unless pointed at one.
-if [[ -z "${HOLDFAST_SOCKET:-}" && -z "${HOLDFAST_DEVSTACK_DIR:-}" ]]; then
+# One stack made for tests, for the live tests and the examples.
+if [[ -z "${HOLDFAST_TEST_STACK:-}" ]]; then
   if [[ ! -x "${HOLDFASTD:-$root/build/daemon/holdfastd}" ]] || ! command -v redis-server >/dev/null; then
     echo "== building holdfastd for the live tests"
     bash "$root/tools/deps.sh" && bash "$root/tools/build.sh" release >"$logs/build.log" 2>&1 \
       || { tail -40 "$logs/build.log"; echo "test-clients-py-ts: daemon build failed" >&2; exit 1; }
   fi
+  stack="$(mktemp -d /tmp/hf-pyts-XXXXXX)" # short: socket paths max 107 bytes
+  if ! bash "$root/tools/devstack.sh" up "$stack" >"$logs/stack.log" 2>&1; then
+    cat "$logs/stack.log" "$stack/holdfastd.log" 2>/dev/null | tail -40
+    echo "test-clients-py-ts: tools/devstack.sh up failed" >&2
+    exit 1
+  fi
+  export HOLDFAST_TEST_STACK="$stack"
 fi
+echo "test stack: $HOLDFAST_TEST_STACK"
 
 failed=()
 total_pass=0 total_fail=0 total_skip=0
@@ -118,11 +140,35 @@ if ((ts_rc != 0)); then
   failed+=(typescript)
 fi
 
+# --- Examples ----------------------------------------------------------------
+# Each example runs twice against the test stack: it must work again and again
+# on the same daemon. One test per example.
+sock="$HOLDFAST_TEST_STACK/holdfast.sock"
+example() { # example NAME DIR COMMAND...: two runs, exit 0 and the booking line
+  local name="$1" dir="$2"; shift 2
+  local ok=1
+  for run in 1 2; do
+    if ! (cd "$dir" && HOLDFAST_SOCKET="$sock" timeout 120 "$@") >"$logs/example-$name-$run.log" 2>&1 ||
+      ! grep -q "first order: booked; second order: not booked" "$logs/example-$name-$run.log"; then
+      ok=0
+      echo "-- example $name, run $run (tail):"; tail -20 "$logs/example-$name-$run.log"
+    fi
+  done
+  if ((ok)); then
+    echo "example $name: passed (2 runs)"; count 1 0 0
+  else
+    echo "example $name: FAILED"; count 0 1 0; failed+=("example-$name")
+  fi
+}
+echo "== examples"
+example python "$root/clients/python" "$work/venv/bin/python" examples/seat_reservation.py
+example typescript "$root/clients/typescript" node dist/examples/seat-reservation.js
+
 echo
 if ((${#failed[@]})); then
   echo "client suites FAILED: ${failed[*]}"
 else
-  echo "client suites passed: python typescript"
+  echo "client suites passed: python typescript (and their examples)"
 fi
 echo "clients-py-ts: $total_pass passed, $total_fail failed, $total_skip skipped"
 ((${#failed[@]} == 0))

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,14 +15,45 @@ import (
 	pb "github.com/holdfast/holdfast/clients/go/holdfastpb"
 )
 
-// Defaults for a Client; see the Option functions.
+// Defaults for a Client; see the Option functions. The socket, timeout and
+// reconnect values are the client contract's
+// (protos/contract/client-contract.md), shared by every holdfast client.
 const (
+	// DefaultSocketPath is where the packaged daemon listens.
+	DefaultSocketPath = "/run/holdfast/holdfast.sock"
+	// SocketEnv names the environment variable that overrides it.
+	SocketEnv            = "HOLDFAST_SOCKET"
 	DefaultTimeout       = 5 * time.Second
 	DefaultMaxFrameBytes = 64 << 10 // the daemon's default limits.max_frame_bytes
 	defaultMaxReadBytes  = 16 << 20 // metrics text can be large; still bounded
-	minDialBackoff       = 20 * time.Millisecond
-	maxDialBackoff       = 500 * time.Millisecond
+
+	// Waits between dial attempts while the daemon is away: 20 ms doubling
+	// to 500 ms, each shortened by up to 20 % at random.
+	minDialBackoff    = 20 * time.Millisecond
+	dialMultiplier    = 2
+	maxDialBackoff    = 500 * time.Millisecond
+	dialBackoffJitter = 0.2
 )
+
+// DefaultSocket returns the socket a client uses when given none:
+// $HOLDFAST_SOCKET when set and not empty, else DefaultSocketPath.
+func DefaultSocket() string {
+	if s := os.Getenv(SocketEnv); s != "" {
+		return s
+	}
+	return DefaultSocketPath
+}
+
+// dialDelay is the wait before dial attempt attempt+1 (0-based) for a
+// uniform random u in [0, 1): the nominal wait shortened by the jitter.
+func dialDelay(attempt int, u float64) time.Duration {
+	d := minDialBackoff
+	for i := 0; i < attempt && d < maxDialBackoff; i++ {
+		d *= dialMultiplier
+	}
+	d = min(d, maxDialBackoff)
+	return time.Duration(float64(d) * (1 - dialBackoffJitter*u))
+}
 
 // Client talks to one holdfastd over its Unix socket. It is safe for
 // concurrent use; share one per process (or per daemon socket).
@@ -64,10 +97,14 @@ func WithMaxFrameBytes(n int) Option {
 	}
 }
 
-// New returns a Client for the daemon listening on socketPath. It does not
-// connect: the first call does, and so does the first call after the daemon
-// restarted. Use Dial to connect (and fail) up front.
+// New returns a Client for the daemon listening on socketPath ("" means
+// DefaultSocket(): $HOLDFAST_SOCKET, else /run/holdfast/holdfast.sock). It
+// does not connect: the first call does, and so does the first call after the
+// daemon restarted. Use Dial to connect (and fail) up front.
 func New(socketPath string, opts ...Option) *Client {
+	if socketPath == "" {
+		socketPath = DefaultSocket()
+	}
 	c := &Client{
 		path:           socketPath,
 		defaultTimeout: DefaultTimeout,
@@ -83,7 +120,7 @@ func New(socketPath string, opts ...Option) *Client {
 }
 
 // Dial returns a connected Client, waiting for the daemon's socket until
-// ctx's deadline (or the default timeout).
+// ctx's deadline (or the default timeout). socketPath "" means DefaultSocket().
 func Dial(ctx context.Context, socketPath string, opts ...Option) (*Client, error) {
 	c := New(socketPath, opts...)
 	ctx, cancel := c.withDeadline(ctx)
@@ -144,8 +181,7 @@ func (c *Client) getConn(ctx context.Context, op string) (*conn, error) {
 	}
 
 	var d net.Dialer
-	backoff := minDialBackoff
-	for {
+	for attempt := 0; ; attempt++ {
 		nc, err := d.DialContext(ctx, "unix", c.path)
 		if err == nil {
 			cn := newConn(nc, c.maxRead)
@@ -162,7 +198,7 @@ func (c *Client) getConn(ctx context.Context, op string) (*conn, error) {
 		if ctx.Err() != nil {
 			return nil, c.unreachable(op, err)
 		}
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(dialDelay(attempt, rand.Float64()))
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -172,7 +208,6 @@ func (c *Client) getConn(ctx context.Context, op string) (*conn, error) {
 			t.Stop()
 			return nil, ErrClosed
 		}
-		backoff = min(backoff*2, maxDialBackoff)
 	}
 }
 

@@ -24,7 +24,7 @@
 //	case err != nil:
 //		return err
 //	}
-//	defer h.Release(context.WithoutCancel(ctx)) // or Confirm it
+//	defer h.Close() // releases it unless it was confirmed or released
 //
 // Tokens are secrets: a Hold never prints its token (String, GoString and
 // slog all redact it); use Hold.Token only to hand the hold to another

@@ -2,6 +2,7 @@ package holdfast
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	pb "github.com/holdfast/holdfast/clients/go/holdfastpb"
@@ -55,7 +56,7 @@ func (e *Error) Error() string {
 		b.WriteString(e.Op)
 		b.WriteString(": ")
 	}
-	b.WriteString(codeName(e.Code))
+	b.WriteString(CodeName(e.Code))
 	if e.Message != "" {
 		b.WriteString(": ")
 		b.WriteString(e.Message)
@@ -92,9 +93,15 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code
 }
 
-// codeName turns CODE_HELD_BY_ANOTHER into HELD_BY_ANOTHER for messages.
-func codeName(c Code) string {
-	return strings.TrimPrefix(c.String(), "CODE_")
+// CodeName is how a code prints (the client contract): its enum name without
+// the CODE_ prefix, "HELD_BY_ANOTHER" for CODE_HELD_BY_ANOTHER; "CODE_99" for
+// a value this client does not know (a newer daemon). Code.String() keeps the
+// protobuf name.
+func CodeName(c Code) string {
+	if name, ok := pb.Code_name[int32(c)]; ok {
+		return strings.TrimPrefix(name, "CODE_")
+	}
+	return "CODE_" + strconv.Itoa(int(c))
 }
 
 // Sentinels for errors.Is. Each matches any *Error with its Code.
@@ -167,9 +174,11 @@ func IsUnavailable(err error) bool { return CodeOf(err) == CodeUnavailable }
 // IsDeadlineExceeded reports whether the call's deadline passed first.
 func IsDeadlineExceeded(err error) bool { return CodeOf(err) == CodeDeadlineExceeded }
 
-// IsRetryable reports whether retrying the same call may succeed: the
-// outcome was unknown or a backend or limit was temporarily in the way.
-// Retry Confirm and Cancel only with the same idempotency key.
+// IsRetryable reports whether sending the same call again, after a wait,
+// may succeed: UNAVAILABLE, DEADLINE_EXCEEDED (the outcome may be unknown)
+// and RESOURCE_EXHAUSTED (a limit refused the request before acting on it).
+// Retry Confirm and Cancel only with the same idempotency key. False for nil,
+// ErrClosed, a cancelled context and every other code.
 func IsRetryable(err error) bool {
 	switch CodeOf(err) {
 	case CodeUnavailable, CodeDeadlineExceeded, CodeResourceExhausted:

@@ -2,9 +2,11 @@ package holdfast
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	pb "github.com/holdfast/holdfast/clients/go/holdfastpb"
@@ -33,6 +35,9 @@ func (h *Hold) tokenValue() string {
 // fields never change; it is safe for concurrent use (extend it from one
 // goroutine while another confirms it).
 //
+// defer h.Close() gives the resources back on every path that does not
+// confirm (the client contract's scope exit; see Close).
+//
 // A Hold never prints its token; Token returns it for the rare case where
 // another process must resume the hold (see Client.HoldFromToken).
 type Hold struct {
@@ -51,6 +56,7 @@ type Hold struct {
 
 	client *Client
 	token  secret
+	done   *atomic.Bool // released or confirmed through this Hold; behind a pointer so Hold values copy
 }
 
 // Token returns the hold's secret ownership proof. Keep it out of logs,
@@ -112,6 +118,7 @@ func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []st
 		Degraded:  resp.GetDegraded(),
 		client:    c,
 		token:     newSecret(r.GetToken()),
+		done:      new(atomic.Bool),
 	}, nil
 }
 
@@ -120,7 +127,7 @@ func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []st
 // one). Nothing is sent to the daemon; Fence and TTL are zero.
 func (c *Client) HoldFromToken(namespace, partition string, ids []string, token string) *Hold {
 	return &Hold{Namespace: namespace, Partition: partition,
-		IDs: append([]string(nil), ids...), client: c, token: newSecret(token)}
+		IDs: append([]string(nil), ids...), client: c, token: newSecret(token), done: new(atomic.Bool)}
 }
 
 // Extend sets the hold's remaining TTL to ttl from now (0: the namespace's
@@ -157,7 +164,41 @@ func (c *Client) Release(ctx context.Context, h *Hold) (int, error) {
 	if resp.GetRelease() == nil {
 		return 0, malformed(op, resp)
 	}
+	h.markDone()
 	return n, nil
+}
+
+func (h *Hold) markDone() {
+	if h.done != nil {
+		h.done.Store(true)
+	}
+}
+
+// Close leaves the hold's scope, the same way in every holdfast client:
+//
+//   - after a successful Confirm or Release through this Hold it does nothing
+//     (a confirmed hold is never released);
+//   - otherwise it releases the hold, also after a failed Confirm;
+//   - NOT_HELD (expired), HELD_BY_ANOTHER (expired and taken since),
+//     CONFIRMED (sold) and a closed client are not errors: nothing is ours to
+//     give back;
+//   - any other failure is returned; the hold then expires with its TTL.
+//
+// Use it as defer h.Close() right after a successful Hold. The release runs
+// with the client's default timeout.
+func (h *Hold) Close() error {
+	if h.done != nil && h.done.Load() {
+		return nil
+	}
+	_, err := h.client.Release(context.Background(), h)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrClosed), IsNotHeld(err), IsHeldByAnother(err), IsConfirmed(err):
+		h.markDone()
+		return nil
+	}
+	return err
 }
 
 // Extend is c.Extend(ctx, h, ttl).

@@ -1,10 +1,15 @@
 package holdfast
 
 // Live tests against a real holdfastd (with Redis, and PostgreSQL for
-// Confirm). The daemon comes from HOLDFAST_SOCKET when set; otherwise the
-// tests start a private stack with tools/devstack.sh (or the script named by
-// HOLDFAST_DEVSTACK) in a temp dir and stop it when the package's tests end.
-// Without either, they are skipped.
+// Confirm). They only ever talk to a stack made for tests (the client
+// contract, protos/contract/client-contract.md): they stop and restart its
+// daemon and confirm into its `seat` namespace, so HOLDFAST_SOCKET, which
+// points at a user's real daemon, is ignored. The stack is the directory in
+// HOLDFAST_TEST_STACK (where `tools/devstack.sh up DIR` runs; the client test
+// scripts start one and set it), else a private stack started with
+// tools/devstack.sh (or the script named by HOLDFAST_DEVSTACK) in a temp dir
+// and stopped when the package's tests end; the tests are skipped when
+// holdfastd is not built.
 
 import (
 	"context"
@@ -23,18 +28,41 @@ import (
 	"time"
 )
 
+const testStackEnv = "HOLDFAST_TEST_STACK"
+
 var live struct {
 	once    sync.Once
 	socket  string
-	dir     string // devstack dir when this process started the stack
+	dir     string // the stack's devstack dir
+	owned   bool   // this process started the stack (and stops it)
 	script  string
 	skip    string
 	failure string
 }
 
+// stackChoice says where the live tests' daemon comes from: "given" (the
+// HOLDFAST_TEST_STACK dir), "own" (start one), or "skip" with the reason.
+// Never from HOLDFAST_SOCKET.
+func stackChoice(getenv func(string) string, repo string) (kind, arg string) {
+	if dir := getenv(testStackEnv); dir != "" {
+		return "given", dir
+	}
+	holdfastd := getenv("HOLDFASTD")
+	if holdfastd == "" {
+		holdfastd = filepath.Join(repo, "build", "daemon", "holdfastd")
+	}
+	if st, err := os.Stat(holdfastd); err != nil || st.Mode()&0o111 == 0 {
+		return "skip", fmt.Sprintf("live tests start their own stack, but %s is not built (tools/build.sh), and %s is unset", holdfastd, testStackEnv)
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return "skip", "live tests start their own stack, but redis-server is not installed"
+	}
+	return "own", ""
+}
+
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if live.dir != "" {
+	if live.owned {
 		if out, err := devstack("down", live.dir); err != nil {
 			fmt.Fprintf(os.Stderr, "devstack down %s: %v\n%s\n", live.dir, err, out)
 		}
@@ -63,16 +91,25 @@ func testNamespace() string {
 func liveSocket(t *testing.T) string {
 	t.Helper()
 	live.once.Do(func() {
-		if s := os.Getenv("HOLDFAST_SOCKET"); s != "" {
-			live.socket = s
-			return
-		}
 		live.script = os.Getenv("HOLDFAST_DEVSTACK") // an alternative stack script
 		if live.script == "" {
 			live.script = filepath.Join(repoRoot(t), "tools", "devstack.sh")
 		}
+		kind, arg := stackChoice(os.Getenv, repoRoot(t))
+		switch kind {
+		case "skip":
+			live.skip = arg
+			return
+		case "given":
+			live.dir = arg
+			live.socket = filepath.Join(arg, "holdfast.sock")
+			if err := waitReady(live.socket, 60*time.Second); err != nil {
+				live.failure = fmt.Sprintf("%s=%s: daemon at %s not ready: %v", testStackEnv, arg, live.socket, err)
+			}
+			return
+		}
 		if _, err := os.Stat(live.script); err != nil {
-			live.skip = "no daemon: HOLDFAST_SOCKET is unset and tools/devstack.sh does not exist yet"
+			live.skip = "no stack script: " + live.script + " does not exist"
 			return
 		}
 		dir, err := os.MkdirTemp("", "hf-go-live-")
@@ -81,6 +118,7 @@ func liveSocket(t *testing.T) string {
 			return
 		}
 		live.dir = dir
+		live.owned = true
 		if out, err := devstack("up", dir); err != nil {
 			live.failure = fmt.Sprintf("tools/devstack.sh up %s: %v\n%s\n%s", dir, err, out, logTail(dir))
 			return
@@ -133,12 +171,13 @@ func waitReady(socket string, within time.Duration) error {
 	return last
 }
 
-// managed skips tests that must stop or restart the daemon unless this
-// process started it.
+// managed skips tests that must stop or restart the daemon unless the stack
+// has a directory to do it in (always true now: the live tests never use a
+// daemon that is not a test stack).
 func managed(t *testing.T) {
 	t.Helper()
 	if live.dir == "" {
-		t.Skip("needs a daemon this test started (HOLDFAST_SOCKET points at an external one)")
+		t.Skip("needs a test stack's directory")
 	}
 }
 

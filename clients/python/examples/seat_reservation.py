@@ -3,15 +3,18 @@
 customer pays, confirm with an idempotency key, and handle a conflict.
 
     HOLDFAST_SOCKET=/run/holdfast/holdfast.sock python examples/seat_reservation.py
+
+Each run books on a run (partition) of its own, so it works again and again on
+the same daemon. Exits 1 when the first order was not booked.
 """
 
 import argparse
 import logging
+import sys
 import time
 import uuid
 
-from holdfast import (Client, Confirmed, Conflict, DeadlineExceeded, HeldByAnother, HoldLost,
-                      Unavailable)
+from holdfast import Client, Confirmed, Conflict, HeldByAnother, HoldfastError, HoldLost
 
 log = logging.getLogger("seat-reservation")
 
@@ -28,8 +31,11 @@ def confirm_with_retry(hold, order_id: str, attempts: int = 3):
     for attempt in range(1, attempts + 1):
         try:
             return hold.confirm(key, reference=order_id, payload=b'{"channel":"web"}', timeout=5)
-        except (Unavailable, DeadlineExceeded) as exc:
-            log.warning("confirm attempt %d unsure (%s); retrying with the same key", attempt, exc.code.name)
+        except HoldfastError as exc:
+            if not exc.retryable:
+                raise
+            log.warning("confirm attempt %d unsure (%s); retrying with the same key",
+                        attempt, exc.code_name)
             time.sleep(0.2 * attempt)
     raise RuntimeError("confirm did not get through; the order stays unpaid-for")
 
@@ -55,13 +61,14 @@ def reserve(client: Client, run: str, seats, order_id: str) -> bool:
         log.info("seat %s is already sold", exc.resource_id)
     except (Conflict, HoldLost) as exc:
         # The hold expired while paying and someone else got the seat: refund.
-        log.warning("lost the seats before confirming (%s): refund order %s", exc.code.name, order_id)
+        log.warning("lost the seats before confirming (%s): refund order %s", exc.code_name, order_id)
     return False
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--socket", help="daemon socket (default: $HOLDFAST_SOCKET)")
+    ap.add_argument("--socket", help="daemon socket (default: $HOLDFAST_SOCKET, else "
+                                     "/run/holdfast/holdfast.sock)")
     ap.add_argument("--run", default=f"run-2026-12-01-KTX101-{uuid.uuid4().hex[:6]}")
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
@@ -73,6 +80,8 @@ def main() -> None:
         second = reserve(client, args.run, ["E9", "E10"], order_id=f"order-{uuid.uuid4().hex[:8]}")
         print(f"first order: {'booked' if ok else 'not booked'}; "
               f"second order: {'booked' if second else 'not booked'}")
+    if not ok:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

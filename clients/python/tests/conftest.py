@@ -1,11 +1,14 @@
 """Fixtures for the live tests: a real holdfastd with Redis (and PostgreSQL).
 
-Where the daemon comes from, first match wins:
-  HOLDFAST_DEVSTACK_DIR  a running `tools/devstack.sh up DIR` stack (all tests run)
-  HOLDFAST_SOCKET        just a daemon socket (tests that restart the daemon or
-                         pause Redis are skipped: they need the stack's files)
-  neither                the session runs `tools/devstack.sh up` in a temp dir
-                         and `down` at the end.
+The live tests only ever talk to a stack made for tests (the client contract,
+protos/contract/client-contract.md): they restart its daemon, pause its Redis
+and confirm into its `seat` namespace. HOLDFAST_SOCKET, which points at a
+user's real daemon, is ignored. Where the stack comes from:
+  HOLDFAST_TEST_STACK  a directory where `tools/devstack.sh up DIR` runs (the
+                       client test scripts start one and set this)
+  otherwise            the session runs `tools/devstack.sh up` in a temp dir and
+                       `down` at the end; the live tests are skipped when
+                       holdfastd is not built.
 """
 
 import os
@@ -27,6 +30,23 @@ sys.path.insert(0, os.path.dirname(__file__))  # fakedaemon, for test_transport
 
 REPO = Path(__file__).resolve().parents[3]
 DEVSTACK = REPO / "tools" / "devstack.sh"
+TEST_STACK_ENV = "HOLDFAST_TEST_STACK"
+
+
+def stack_choice(environ) -> "tuple[str, str]":
+    """Where the live tests' daemon comes from: ("given", DIR), ("own", "") or
+    ("skip", reason). Never from HOLDFAST_SOCKET."""
+    if environ.get(TEST_STACK_ENV):
+        return "given", environ[TEST_STACK_ENV]
+    if not DEVSTACK.exists():
+        return "skip", f"live tests need a stack: {DEVSTACK} is missing and {TEST_STACK_ENV} is unset"
+    holdfastd = environ.get("HOLDFASTD") or str(REPO / "build" / "daemon" / "holdfastd")
+    if not os.access(holdfastd, os.X_OK):
+        return "skip", (f"live tests start their own stack, but {holdfastd} is not built "
+                        f"(tools/build.sh), and {TEST_STACK_ENV} is unset")
+    if shutil.which("redis-server") is None:
+        return "skip", "live tests start their own stack, but redis-server is not installed"
+    return "own", ""
 
 
 class Stack:
@@ -165,18 +185,17 @@ def _wait_ready(path: str, seconds: float) -> None:
 
 @pytest.fixture(scope="session")
 def stack():
-    if os.environ.get("HOLDFAST_DEVSTACK_DIR"):
-        d = Path(os.environ["HOLDFAST_DEVSTACK_DIR"])
+    kind, arg = stack_choice(os.environ)
+    if kind == "given":
+        d = Path(arg)
         # A daemon restarted by the tests is left running: its pid is in
         # DIR/holdfastd.pid, so `devstack.sh down DIR` stops it.
-        yield Stack(str(d / "holdfast.sock"), d, owned=False)
+        s = Stack(str(d / "holdfast.sock"), d, owned=False)
+        _wait_ready(s.socket, 30)
+        yield s
         return
-    if os.environ.get("HOLDFAST_SOCKET"):
-        yield Stack(os.environ["HOLDFAST_SOCKET"], None, owned=False)
-        return
-    if not DEVSTACK.exists():
-        pytest.skip(f"live tests need a daemon: {DEVSTACK} is missing and neither "
-                    "HOLDFAST_DEVSTACK_DIR nor HOLDFAST_SOCKET is set")
+    if kind == "skip":
+        pytest.skip(arg)
     d = Path(tempfile.mkdtemp(prefix="hf-py-"))  # short: socket paths max 107 bytes
     up = subprocess.run(["bash", str(DEVSTACK), "up", str(d)], capture_output=True, text=True,
                         timeout=300)

@@ -1,11 +1,17 @@
 // Seat reservation with holdfast: hold E7-E9 all or nothing, extend while the
 // customer pays, confirm with an idempotency key, and handle a conflict.
 //
-//   npm run build && HOLDFAST_SOCKET=/run/holdfast/holdfast.sock node dist/examples/seat-reservation.js
+//   npm run build && HOLDFAST_SOCKET=/run/holdfast/holdfast.sock node dist/examples/seat-reservation.js [RUN]
+//
+// Each run books on a run (partition) of its own, so it works again and again
+// on the same daemon. Exits 1 when the first order was not booked. It uses
+// withHold, which runs on Node 20 with any TypeScript setup; `await using
+// hold = await client.hold(...)` does the same where the compiler allows it
+// (see the README).
 
 import { randomUUID } from "node:crypto";
 
-import { Client, Code, isHoldfastError, type ConfirmResult, type Hold } from "../src/index.js";
+import { Client, Code, isHoldfastError, isRetryable, withHold, type ConfirmResult, type Hold } from "../src/index.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -25,7 +31,7 @@ async function confirmWithRetry(hold: Hold, orderId: string, attempts = 3): Prom
         { timeoutMs: 5000 },
       );
     } catch (err) {
-      if (!isHoldfastError(err, Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED) || attempt >= attempts) throw err;
+      if (!isRetryable(err) || attempt >= attempts) throw err;
       console.error(`confirm attempt ${attempt} unsure (${err.codeName}); retrying with the same key`);
       await sleep(200 * attempt);
     }
@@ -34,16 +40,15 @@ async function confirmWithRetry(hold: Hold, orderId: string, attempts = 3): Prom
 
 async function reserve(client: Client, run: string, seats: string[], orderId: string): Promise<boolean> {
   try {
-    // All or nothing: either every seat is ours or none is. Leaving the scope
+    // All or nothing: either every seat is ours or none is. Leaving withHold
     // without confirming (an exception, a cancelled payment) releases them.
-    await using hold = await client.hold("seat", run, seats, { ttlMs: 60_000, correlationId: orderId });
-    console.error(`held ${seats.join(", ")} on ${run} (fence ${hold.fence})`);
-
-    await hold.extend(120_000); // the customer is slow: more time before paying
-    await pay(orderId);
-
-    const result = await confirmWithRetry(hold, orderId);
-    console.error(`confirmed ${result.claims.length} seats${result.replayed ? " (replayed)" : ""}`);
+    const result = await withHold(client, "seat", run, seats, { ttlMs: 60_000, correlationId: orderId }, async (hold) => {
+      console.error(`held ${seats.join(", ")} on ${run} (fence ${hold.fence})`);
+      await hold.extend(120_000); // the customer is slow: more time before paying
+      await pay(orderId);
+      return confirmWithRetry(hold, orderId);
+    });
+    console.error(`confirmed ${result.claims.length} seats${result.replayed ? " (replayed)" : ""}: ${JSON.stringify(result)}`);
     return true;
   } catch (err) {
     if (isHoldfastError(err, Code.HELD_BY_ANOTHER)) {
@@ -62,11 +67,16 @@ async function reserve(client: Client, run: string, seats: string[], orderId: st
 
 async function main(): Promise<void> {
   const run = process.argv[2] ?? `run-2026-12-01-KTX101-${randomUUID().slice(0, 6)}`;
-  await using client = new Client(); // socket: $HOLDFAST_SOCKET or /run/holdfast/holdfast.sock
-  const first = await reserve(client, run, ["E7", "E8", "E9"], `order-${randomUUID().slice(0, 8)}`);
-  // A second customer asks for an overlapping block: the conflict is handled.
-  const second = await reserve(client, run, ["E9", "E10"], `order-${randomUUID().slice(0, 8)}`);
-  console.log(`first order: ${first ? "booked" : "not booked"}; second order: ${second ? "booked" : "not booked"}`);
+  const client = new Client(); // socket: $HOLDFAST_SOCKET or /run/holdfast/holdfast.sock
+  try {
+    const first = await reserve(client, run, ["E7", "E8", "E9"], `order-${randomUUID().slice(0, 8)}`);
+    // A second customer asks for an overlapping block: the conflict is handled.
+    const second = await reserve(client, run, ["E9", "E10"], `order-${randomUUID().slice(0, 8)}`);
+    console.log(`first order: ${first ? "booked" : "not booked"}; second order: ${second ? "booked" : "not booked"}`);
+    if (!first) process.exitCode = 1;
+  } finally {
+    client.close();
+  }
 }
 
 main().catch((err) => {

@@ -15,16 +15,41 @@ import { ClientClosedError, HoldfastError } from "./errors.js";
 import { Connection, UnsentError } from "./connection.js";
 import { encodeRequest } from "./frame.js";
 
+const MAX_TIMEOUT_MS = 2 ** 32 - 1;
+
 // Node 20 ships Symbol.asyncDispose; older runtimes get the well-known
 // registry symbol that TypeScript's `await using` helper also looks up.
 (Symbol as { asyncDispose?: symbol }).asyncDispose ??= Symbol.for("Symbol.asyncDispose");
 
+// The client contract (protos/contract/client-contract.md, contract.json).
 export const DEFAULT_SOCKET = "/run/holdfast/holdfast.sock";
+/** The environment variable naming the daemon's socket. */
+export const SOCKET_ENV = "HOLDFAST_SOCKET";
+/** Deadline of a call that gives none (ms). */
+export const DEFAULT_TIMEOUT_MS = 5000;
+
+/** Waits between connection attempts while the daemon is away. */
+export const RECONNECT_BACKOFF = Object.freeze({ initialMs: 20, multiplier: 2, maxMs: 500, jitter: 0.2 });
+
+/**
+ * Milliseconds to wait before connection attempt `attempt` + 1 (0-based), for
+ * a uniform random `u` in [0, 1): the nominal wait shortened by the jitter.
+ */
+export function reconnectDelayMs(attempt: number, u: number): number {
+  const b = RECONNECT_BACKOFF;
+  const nominal = Math.min(b.maxMs, b.initialMs * b.multiplier ** Math.min(attempt, 64));
+  return nominal * (1 - b.jitter * u);
+}
+
+/** The request's timeout_ms for `leftMs` ms until the deadline: rounded up, 1 .. 2^32-1 (never 0). */
+export function wireTimeoutMs(leftMs: number): number {
+  return Math.max(1, Math.min(MAX_TIMEOUT_MS, Math.ceil(leftMs)));
+}
 
 export interface ClientOptions {
-  /** Default: $HOLDFAST_SOCKET, else /run/holdfast/holdfast.sock. */
+  /** Default (also for ""): $HOLDFAST_SOCKET, else /run/holdfast/holdfast.sock. */
   socketPath?: string;
-  /** Deadline of a call when it gives none (ms). Default 2000. */
+  /** Deadline of a call when it gives none (ms). Default 5000. */
   timeoutMs?: number;
   /** Longest wait for one connect attempt (ms). Default 1000. */
   connectTimeoutMs?: number;
@@ -102,7 +127,6 @@ type Method = NonNullable<Request["method"]["case"]>;
 type MethodValue<K extends Method> = Extract<Request["method"], { case: K }>["value"];
 type ResultValue<K extends Method> = Extract<Response["result"], { case: K }>["value"];
 
-const MAX_TIMEOUT_MS = 2 ** 32 - 1;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function newCorrelationId(): string {
@@ -133,8 +157,8 @@ export class Client implements AsyncDisposable {
   private lastConnectError: Error | null = null;
 
   constructor(opts: ClientOptions = {}) {
-    this.socketPath = opts.socketPath ?? process.env.HOLDFAST_SOCKET ?? DEFAULT_SOCKET;
-    this.timeoutMs = checkTimeout(opts.timeoutMs ?? 2000);
+    this.socketPath = opts.socketPath || process.env[SOCKET_ENV] || DEFAULT_SOCKET;
+    this.timeoutMs = checkTimeout(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS);
     this.connectTimeoutMs = opts.connectTimeoutMs ?? 1000;
   }
 
@@ -208,16 +232,18 @@ export class Client implements AsyncDisposable {
       },
       opts,
     );
-    return {
+    return withJSON({
       fence: r.fence,
-      claims: r.claims.map((c) => ({
-        resourceId: c.resourceId,
-        fence: c.fence,
-        reference: c.reference,
-        confirmedAtUnixMs: Number(c.confirmedAtUnixMs),
-      })),
+      claims: r.claims.map((c) =>
+        withJSON({
+          resourceId: c.resourceId,
+          fence: c.fence,
+          reference: c.reference,
+          confirmedAtUnixMs: Number(c.confirmedAtUnixMs),
+        }),
+      ),
       replayed: r.replayed,
-    };
+    });
   }
 
   /** Remove confirmed claims so the resources can be sold again. */
@@ -321,7 +347,7 @@ export class Client implements AsyncDisposable {
     for (let attempt = 1; ; attempt++) {
       const conn = await this.connection(deadline);
       req.id = this.nextId();
-      req.timeoutMs = Math.max(1, Math.min(MAX_TIMEOUT_MS, Math.ceil(deadline - performance.now())));
+      req.timeoutMs = wireTimeoutMs(deadline - performance.now());
       inFlight.conn = conn;
       inFlight.id = req.id;
       try {
@@ -346,8 +372,7 @@ export class Client implements AsyncDisposable {
   private async connect(deadline: number): Promise<Connection> {
     // A restarting daemon leaves no socket (ENOENT) or a dead one
     // (ECONNREFUSED) for a moment: keep trying until the call's deadline.
-    let delay = 10;
-    for (;;) {
+    for (let attempt = 0; ; attempt++) {
       const remaining = deadline - performance.now();
       try {
         const conn = await Connection.open(this.socketPath, Math.max(1, Math.min(this.connectTimeoutMs, remaining)));
@@ -369,11 +394,33 @@ export class Client implements AsyncDisposable {
         if (left <= 0) {
           throw new HoldfastError(Code.UNAVAILABLE, `cannot connect to holdfastd at ${this.socketPath}: ${e.message}`);
         }
-        await sleep(Math.min(delay, left));
-        delay = Math.min(delay * 2, 250);
+        await sleep(Math.min(reconnectDelayMs(attempt, Math.random()), left));
       }
     }
   }
+}
+
+/**
+ * A JSON.stringify replacer that writes bigints (64-bit fields: fences, ids)
+ * as decimal strings, as proto3's JSON mapping does:
+ * `JSON.stringify(value, jsonReplacer)`. Results of this client do that on
+ * their own (toJSON); this is for anything else, e.g. raw `pb` messages.
+ */
+export function jsonReplacer(_key: string, value: unknown): unknown {
+  return typeof value === "bigint" ? value.toString() : value;
+}
+
+/** Gives a result object a non-enumerable toJSON that renders its bigints as strings. */
+function withJSON<T extends object>(obj: T): T {
+  Object.defineProperty(obj, "toJSON", {
+    value(this: T) {
+      const out: Record<string, unknown> = {};
+      for (const [k, v] of Object.entries(this)) out[k] = typeof v === "bigint" ? v.toString() : v;
+      return out;
+    },
+    enumerable: false,
+  });
+  return obj;
 }
 
 function checkTimeout(ms: number): number {
@@ -398,10 +445,45 @@ function resultOf<K extends Method>(resp: Response, method: K): ResultValue<K> {
   return resp.result.value as ResultValue<K>;
 }
 
+// Release answers that mean "this token holds none of the ids any more".
+const SCOPE_EXIT_QUIET: ReadonlySet<Code> = new Set([Code.NOT_HELD, Code.HELD_BY_ANOTHER, Code.CONFIRMED]);
+
 /**
- * A granted hold. `await using hold = await client.hold(...)` releases it when
- * the scope ends, unless it was released or confirmed before. The token is
- * available as `hold.token` but never shown by inspect/JSON/toString.
+ * Takes a hold, runs `fn` with it and leaves the hold's scope afterwards
+ * (`hold.close()`): released unless `fn` confirmed or released it. Works on
+ * Node 20 and any TypeScript target, without `await using`. When `fn` throws,
+ * that error is what rejects, even if the release failed too.
+ *
+ *     const booked = await withHold(client, "seat", run, ["E7"], { ttlMs: 60_000 }, async (hold) => {
+ *       await pay();
+ *       return hold.confirm({ idempotencyKey: `${orderId}:confirm` });
+ *     });
+ */
+export async function withHold<T>(
+  client: Client,
+  namespace: string,
+  partition: string,
+  ids: readonly string[],
+  opts: HoldOptions,
+  fn: (hold: Hold) => Promise<T>,
+): Promise<T> {
+  const hold = await client.hold(namespace, partition, ids, opts);
+  let result: T;
+  try {
+    result = await fn(hold);
+  } catch (err) {
+    await hold.close().catch(() => undefined); // the body's error is the one that matters
+    throw err;
+  }
+  await hold.close();
+  return result;
+}
+
+/**
+ * A granted hold. `await using hold = await client.hold(...)` (or `withHold`,
+ * or `hold.close()` in a `finally`) releases it when the scope ends, unless it
+ * was released or confirmed before. The token is available as `hold.token` but
+ * never shown by inspect/JSON/toString.
  */
 export class Hold implements AsyncDisposable {
   readonly ids: readonly string[];
@@ -468,18 +550,29 @@ export class Hold implements AsyncDisposable {
     });
   }
 
-  async [Symbol.asyncDispose](): Promise<void> {
+  /**
+   * Leaves the hold's scope (the client contract): releases the hold unless
+   * it was released or confirmed through this object. A hold that expired
+   * (NOT_HELD), was taken over since (HELD_BY_ANOTHER) or sold (CONFIRMED),
+   * and a closed client, are not errors here; any other failure rejects (the
+   * hold then expires with its TTL). `await using` calls it; so does
+   * `withHold`; call it in a `finally` where neither is available.
+   */
+  async close(opts: CallOptions = {}): Promise<void> {
     if (!this.#active) return;
     try {
-      await this.release();
+      await this.release(opts);
     } catch (err) {
-      // Already expired: nothing left to give back.
-      if (err instanceof HoldfastError && err.code === Code.NOT_HELD) {
+      if (err instanceof ClientClosedError || (err instanceof HoldfastError && SCOPE_EXIT_QUIET.has(err.code))) {
         this.#active = false;
         return;
       }
       throw err;
     }
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
   }
 
   toJSON(): Record<string, unknown> {

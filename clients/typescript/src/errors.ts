@@ -4,10 +4,20 @@ import { Code } from "./gen/holdfast/v1/holdfast_pb.js";
 
 export { Code };
 
-/** Name of a code without the CODE_ prefix, e.g. "HELD_BY_ANOTHER". */
+/**
+ * Name of a code without the CODE_ prefix, e.g. "HELD_BY_ANOTHER"; a value
+ * this client does not know (a newer daemon) is "CODE_99".
+ */
 export function codeName(code: number): string {
   return Code[code] ?? `CODE_${code}`;
 }
+
+/**
+ * Codes where sending the same call again (after a wait, a bounded number of
+ * times) may succeed; a confirm or cancel only with the same idempotency key.
+ * See protos/contract/client-contract.md for why these three.
+ */
+export const RETRYABLE_CODES: ReadonlySet<Code> = new Set([Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED, Code.RESOURCE_EXHAUSTED]);
 
 export interface HoldfastErrorInit {
   field?: string;
@@ -47,6 +57,15 @@ export class HoldfastError extends Error {
     return codeName(this.code);
   }
 
+  /**
+   * True for UNAVAILABLE, DEADLINE_EXCEEDED and RESOURCE_EXHAUSTED: the same
+   * call may succeed when sent again after a wait. Retry a confirm or cancel
+   * only with the same idempotency key.
+   */
+  get retryable(): boolean {
+    return RETRYABLE_CODES.has(this.code);
+  }
+
   override toString(): string {
     const extra: string[] = [];
     if (this.field) extra.push(`field=${this.field}`);
@@ -63,6 +82,11 @@ export class ClientClosedError extends HoldfastError {
     super(Code.FAILED_PRECONDITION, message);
     this.name = "ClientClosedError";
   }
+}
+
+/** True when `err` is a HoldfastError whose code is retryable (see RETRYABLE_CODES). */
+export function isRetryable(err: unknown): err is HoldfastError {
+  return err instanceof HoldfastError && err.retryable;
 }
 
 /** True when `err` is a HoldfastError, optionally with one of `codes`. */

@@ -4,7 +4,11 @@ export {
   Client,
   Hold,
   DEFAULT_SOCKET,
+  DEFAULT_TIMEOUT_MS,
+  SOCKET_ENV,
+  jsonReplacer,
   newCorrelationId,
+  withHold,
   type CallOptions,
   type CancelOptions,
   type CancelResult,
@@ -16,7 +20,15 @@ export {
   type HoldOptions,
   type ResourceStatus,
 } from "./client.js";
-export { ClientClosedError, HoldfastError, codeName, isHoldfastError, type HoldfastErrorInit } from "./errors.js";
+export {
+  ClientClosedError,
+  HoldfastError,
+  RETRYABLE_CODES,
+  codeName,
+  isHoldfastError,
+  isRetryable,
+  type HoldfastErrorInit,
+} from "./errors.js";
 export { FrameError, FrameReader, MAX_RESPONSE_FRAME, decodeResponse, encodeFrame, encodeRequest } from "./frame.js";
 // The generated schemas and types, for callers who need the raw wire messages.
 export * as pb from "./gen/holdfast/v1/holdfast_pb.js";

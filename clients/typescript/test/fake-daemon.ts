@@ -9,7 +9,9 @@ import * as net from "node:net";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { encodeFrame } from "../src/frame.js";
 import {
+  ClaimSchema,
   Code,
+  ConfirmResponseSchema,
   ExtendResponseSchema,
   HealthResponseSchema,
   HoldResponseSchema,
@@ -36,6 +38,11 @@ export function okFor(req: Request): Response {
   } else if (m.case === "status") {
     const resources = m.value.ids.map((id) => ({ id, state: ResourceState.FREE }));
     resp.result = { case: "status", value: create(StatusResponseSchema, { resources }) };
+  } else if (m.case === "confirm") {
+    const claims = m.value.ids.map((resourceId) =>
+      create(ClaimSchema, { resourceId, fence: 1n, reference: m.value.reference, confirmedAtUnixMs: 1764547200000n }),
+    );
+    resp.result = { case: "confirm", value: create(ConfirmResponseSchema, { fence: 1n, claims }) };
   } else if (m.case === "health") {
     resp.result = { case: "health", value: create(HealthResponseSchema, { live: true, ready: true }) };
   }

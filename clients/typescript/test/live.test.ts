@@ -186,7 +186,7 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
 
   test("deadline exceeded while Redis is paused", async (t) => {
     if (!stack.redisSocket) {
-      t.skip("needs the stack's Redis socket (set HOLDFAST_DEVSTACK_DIR, not HOLDFAST_SOCKET)");
+      t.skip("needs the stack's Redis socket (DIR/redis.sock)");
       return;
     }
     const p = newPartition();
@@ -215,7 +215,7 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
 
   test("the client reconnects after the daemon restarts", async (t) => {
     if (!stack.canRestart) {
-      t.skip("restarting the daemon needs the stack's directory and pid file (HOLDFAST_DEVSTACK_DIR with holdfastd.pid)");
+      t.skip("restarting the daemon needs the stack's pid file (DIR/holdfastd.pid)");
       return;
     }
     const p = newPartition();
@@ -235,6 +235,9 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
         }
       }
       assert.equal(await h.release(), 2);
+      // Leave the stack as found: the restarted daemon's PostgreSQL pool may
+      // still be connecting, and the tests after this one expect it ready.
+      await stack.waitReady(30_000);
     } finally {
       c.close();
     }
@@ -278,7 +281,7 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
   test("the daemon log never shows a token", (t) => {
     const log = stack.dir ? join(stack.dir, "holdfastd.log") : null;
     if (!log || !existsSync(log)) {
-      t.skip("daemon log not available (HOLDFAST_SOCKET only)");
+      t.skip("daemon log not available (DIR/holdfastd.log)");
       return;
     }
     if (stack.tokens.length === 0) {

@@ -1,13 +1,16 @@
 // The live tests' daemon: a real holdfastd with Redis (and PostgreSQL).
 //
-// Where it comes from, first match wins:
-//   HOLDFAST_DEVSTACK_DIR  a running `tools/devstack.sh up DIR` stack (all tests run)
-//   HOLDFAST_SOCKET        just a daemon socket (tests that restart the daemon or
-//                          pause Redis are skipped: they need the stack's files)
-//   neither                `tools/devstack.sh up` in a temp dir, `down` at the end.
+// The live tests only ever talk to a stack made for tests (the client
+// contract, protos/contract/client-contract.md): they restart its daemon,
+// pause its Redis and confirm into its `seat` namespace. HOLDFAST_SOCKET,
+// which points at a user's real daemon, is ignored. Where the stack comes from:
+//   HOLDFAST_TEST_STACK  a directory where `tools/devstack.sh up DIR` runs (the
+//                        client test scripts start one and set this)
+//   otherwise            `tools/devstack.sh up` in a temp dir, `down` at the
+//                        end; skipped when holdfastd is not built.
 
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, closeSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants as fsConstants, existsSync, mkdtempSync, openSync, closeSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
@@ -18,6 +21,37 @@ import { Client } from "../src/index.js";
 const REPO = fileURLToPath(new URL("../../../../", import.meta.url));
 const DEVSTACK = join(REPO, "tools", "devstack.sh");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const TEST_STACK_ENV = "HOLDFAST_TEST_STACK";
+
+export type StackChoice = { kind: "given"; dir: string } | { kind: "own" } | { kind: "skip"; reason: string };
+
+const executable = (p: string) => {
+  try {
+    accessSync(p, fsConstants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** Where the live tests' daemon comes from. Never from HOLDFAST_SOCKET. */
+export function stackChoice(env: NodeJS.ProcessEnv | Record<string, string>): StackChoice {
+  const dir = env[TEST_STACK_ENV];
+  if (dir) return { kind: "given", dir };
+  if (!existsSync(DEVSTACK)) {
+    return { kind: "skip", reason: `live tests need a stack: ${DEVSTACK} is missing and ${TEST_STACK_ENV} is unset` };
+  }
+  const holdfastd = env.HOLDFASTD || join(REPO, "build", "daemon", "holdfastd");
+  if (!executable(holdfastd)) {
+    return { kind: "skip", reason: `live tests start their own stack, but ${holdfastd} is not built (tools/build.sh), and ${TEST_STACK_ENV} is unset` };
+  }
+  const path = (env.PATH ?? "").split(":").filter(Boolean);
+  if (!path.some((d) => executable(join(d, "redis-server")))) {
+    return { kind: "skip", reason: "live tests start their own stack, but redis-server is not installed" };
+  }
+  return { kind: "own" };
+}
 
 export class Stack {
   /** Every token issued to the tests, checked against the daemon log at the end. */
@@ -32,17 +66,17 @@ export class Stack {
 
   /** Why live tests cannot run, or null when a stack is available. */
   static unavailableReason(): string | null {
-    if (process.env.HOLDFAST_DEVSTACK_DIR || process.env.HOLDFAST_SOCKET) return null;
-    if (!existsSync(DEVSTACK)) {
-      return `live tests need a daemon: ${DEVSTACK} is missing and neither HOLDFAST_DEVSTACK_DIR nor HOLDFAST_SOCKET is set`;
-    }
-    return null;
+    const choice = stackChoice(process.env);
+    return choice.kind === "skip" ? choice.reason : null;
   }
 
   static async start(): Promise<Stack> {
-    const envDir = process.env.HOLDFAST_DEVSTACK_DIR;
-    if (envDir) return new Stack(join(envDir, "holdfast.sock"), envDir, false);
-    if (process.env.HOLDFAST_SOCKET) return new Stack(process.env.HOLDFAST_SOCKET, null, false);
+    const choice = stackChoice(process.env);
+    if (choice.kind === "given") {
+      const s = new Stack(join(choice.dir, "holdfast.sock"), choice.dir, false);
+      await s.waitReady(30_000);
+      return s;
+    }
     const dir = mkdtempSync(join(tmpdir(), "hf-ts-")); // short: socket paths max 107 bytes
     const up = spawnSync("bash", [DEVSTACK, "up", dir], { encoding: "utf8", timeout: 300_000 });
     if (up.status !== 0) {

@@ -4,7 +4,12 @@
 // show produces (seats held by another shopper, seats already sold, a hold
 // that expired).
 //
-//	go run ./examples/seatreservation -socket /run/holdfast/holdfast.sock
+//	go run ./examples/seatreservation                 # socket: $HOLDFAST_SOCKET, else /run/holdfast/holdfast.sock
+//	go run ./examples/seatreservation -socket /path/to/holdfast.sock
+//
+// Each run books on a partition of its own (a random suffix), so it works
+// again and again on the same daemon. It exits 1 when the seats were not
+// sold.
 package main
 
 import (
@@ -22,24 +27,31 @@ import (
 )
 
 func main() {
-	socket := flag.String("socket", envOr("HOLDFAST_SOCKET", "/run/holdfast/holdfast.sock"), "holdfastd socket")
+	socket := flag.String("socket", "", "holdfastd socket (default: $HOLDFAST_SOCKET, else "+holdfast.DefaultSocketPath+")")
 	namespace := flag.String("namespace", "seat", "confirmable namespace")
-	partition := flag.String("partition", "run-2026-12-01-KTX101", "train run / show")
+	partition := flag.String("partition", "run-2026-12-01-KTX101-"+randomHex(3), "train run / show (default: a fresh one per run)")
 	payFor := flag.Duration("pay", 4*time.Second, "how long the simulated payment takes")
 	rival := flag.Bool("rival", true, "let another shopper grab E8 first, to show conflict handling")
 	flag.Parse()
 
+	if err := run(*socket, *namespace, *partition, *payFor, *rival); err != nil {
+		log.Printf("not sold: %v", err)
+		os.Exit(1)
+	}
+}
+
+func run(socket, namespace, partition string, payFor time.Duration, rival bool) error {
 	ctx := context.Background()
-	client, err := holdfast.Dial(ctx, *socket)
+	client, err := holdfast.Dial(ctx, socket) // "" means $HOLDFAST_SOCKET, else the default
 	if err != nil {
-		log.Fatalf("connect: %v", err)
+		return fmt.Errorf("connect: %w", err)
 	}
 	defer client.Close()
 
 	seats := []string{"E7", "E8", "E9"}
-	if *rival {
+	if rival {
 		// Another shopper holds E8 for a moment, then walks away.
-		other, err := client.Hold(ctx, *namespace, *partition, []string{"E8"}, 1500*time.Millisecond)
+		other, err := client.Hold(ctx, namespace, partition, []string{"E8"}, 1500*time.Millisecond)
 		if err == nil {
 			log.Printf("rival shopper holds E8 (%v)", other)
 		}
@@ -48,21 +60,28 @@ func main() {
 	order := "order-" + randomHex(8) // the caller's key, kept across retries
 	ctx = holdfast.WithCorrelationID(ctx, order)
 
-	hold, err := holdSeats(ctx, client, *namespace, *partition, seats)
+	hold, err := holdSeats(ctx, client, namespace, partition, seats)
 	if err != nil {
-		log.Fatalf("no seats: %v", err)
+		return fmt.Errorf("no seats: %w", err)
 	}
+	// Gives the seats back on every path that does not confirm; after a
+	// confirm it does nothing.
+	defer func() {
+		if err := hold.Close(); err != nil {
+			log.Printf("release: %v (the hold expires with its TTL)", err)
+		}
+	}()
 	log.Printf("got %v", hold) // prints no token
 
 	// Keep the hold alive while the customer pays.
 	payCtx, stopExtending := context.WithCancel(ctx)
 	extendErr := make(chan error, 1)
 	go func() { extendErr <- keepAlive(payCtx, hold) }()
-	log.Printf("customer is paying (%s)...", *payFor)
-	time.Sleep(*payFor)
+	log.Printf("customer is paying (%s)...", payFor)
+	time.Sleep(payFor)
 	stopExtending()
 	if err := <-extendErr; err != nil {
-		log.Fatalf("lost the hold while paying: %v", err)
+		return fmt.Errorf("lost the hold while paying: %w", err)
 	}
 
 	conf, err := confirm(ctx, hold, order)
@@ -72,21 +91,17 @@ func main() {
 		for _, c := range conf.Claims {
 			log.Printf("  seat %s reference %s confirmed at %s", c.ResourceID, c.Reference, c.ConfirmedAt.Format(time.RFC3339))
 		}
+		return nil
 	case holdfast.IsConflict(err):
 		// PostgreSQL already has a claim on one of the seats: nothing was
-		// claimed. Refund, release what we hold, offer other seats.
-		log.Printf("seat %s was sold to someone else; nothing was claimed: refund the payment", holdfast.ResourceOf(err))
-		releaseQuietly(hold)
-		os.Exit(1)
+		// claimed. Refund; the deferred Close releases what we hold.
+		return fmt.Errorf("seat %s was sold to someone else; nothing was claimed: refund the payment", holdfast.ResourceOf(err))
 	case holdfast.IsHoldLost(err):
-		log.Printf("the hold expired before confirming; ask the customer to pick again")
-		os.Exit(1)
+		return errors.New("the hold expired before confirming; ask the customer to pick again")
 	case errors.Is(err, holdfast.ErrUnimplemented), errors.Is(err, holdfast.ErrFailedPrecondition):
-		log.Printf("this daemon cannot confirm here (%v); releasing", err)
-		releaseQuietly(hold)
-		os.Exit(1)
+		return fmt.Errorf("this daemon cannot confirm here: %w", err)
 	default:
-		log.Fatalf("confirm: %v (safe to retry later with key %s)", err, order)
+		return fmt.Errorf("confirm: %w (safe to retry later with key %s)", err, order)
 	}
 }
 
@@ -155,23 +170,8 @@ func confirm(ctx context.Context, h *holdfast.Hold, key string) (*holdfast.Confi
 	return nil, err
 }
 
-func releaseQuietly(h *holdfast.Hold) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	if _, err := h.Release(ctx); err != nil && !holdfast.IsNotHeld(err) {
-		log.Printf("release: %v (the hold expires with its TTL)", err)
-	}
-}
-
 func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }

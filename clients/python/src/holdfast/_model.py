@@ -3,17 +3,45 @@
 from __future__ import annotations
 
 import enum
+import logging
 import math
+import os
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, List, Optional, Sequence, Tuple
 
 from ._gen import holdfast_pb2 as pb
-from .errors import Code, InvalidArgument, error_for
+from .errors import ClientClosed, Code, HoldfastError, InvalidArgument, error_for
 
+log = logging.getLogger("holdfast")
+
+# Release answers that mean "this token holds none of the ids any more":
+# leaving a hold's scope treats them as done (client contract, scope exit).
+SCOPE_EXIT_QUIET = frozenset({Code.NOT_HELD, Code.HELD_BY_ANOTHER, Code.CONFIRMED})
+
+# The client contract (protos/contract/client-contract.md, contract.json).
 DEFAULT_SOCKET = "/run/holdfast/holdfast.sock"
-DEFAULT_TIMEOUT = 2.0
+SOCKET_ENV = "HOLDFAST_SOCKET"
+DEFAULT_TIMEOUT = 5.0  # seconds, for calls that give no timeout
 _MAX_TIMEOUT_MS = 2**32 - 1
+
+# Waits between connection attempts while the daemon is away (seconds).
+RECONNECT_INITIAL = 0.020
+RECONNECT_MULTIPLIER = 2
+RECONNECT_MAX = 0.500
+RECONNECT_JITTER = 0.2
+
+
+def resolve_socket(path: Optional[str]) -> str:
+    """The explicit path, else $HOLDFAST_SOCKET, else the default (empty counts as unset)."""
+    return path or os.environ.get(SOCKET_ENV) or DEFAULT_SOCKET
+
+
+def reconnect_delay(attempt: int, u: float) -> float:
+    """Seconds to wait before connection attempt `attempt` + 1 (0-based), for
+    a uniform random `u` in [0, 1): the nominal wait shortened by the jitter."""
+    nominal = min(RECONNECT_MAX, RECONNECT_INITIAL * RECONNECT_MULTIPLIER ** min(attempt, 64))
+    return nominal * (1 - RECONNECT_JITTER * u)
 
 
 class ResourceState(enum.IntEnum):
@@ -190,3 +218,19 @@ def hold_repr(h: Any) -> str:
     deg = ", degraded=True" if h.degraded else ""
     return (f"{type(h).__name__}(namespace={h.namespace!r}, partition={h.partition!r}, "
             f"ids={list(h.ids)!r}, fence={h.fence}, ttl_ms={h.ttl_ms}{deg}, {state})")
+
+
+def scope_exit_failed(h: Any, err: HoldfastError, body_raised: bool) -> None:
+    """The release sent when leaving a hold's scope failed with `err`.
+
+    NOT_HELD, HELD_BY_ANOTHER, CONFIRMED and a closed client: nothing is ours
+    to give back, so it is not an error. Anything else is raised, unless the
+    scope is already ending by an exception, which must not be masked: then it
+    is logged, and the hold expires with its TTL."""
+    if err.code in SCOPE_EXIT_QUIET or isinstance(err, ClientClosed):
+        h._active = False
+        return
+    if not body_raised:
+        raise err
+    log.warning("holdfast: release on leaving the hold's scope failed (correlation_id=%s): %s",
+                h.correlation_id, err)

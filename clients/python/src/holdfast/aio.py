@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import os
+import random
 from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple
 
 from . import _model as m
 from ._gen import holdfast_pb2 as pb
-from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, NotHeld, PermissionDenied,
+from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, PermissionDenied,
                      ProtocolError, Unavailable, error_for)
 from .framing import FrameError, FrameReader, decode_response, encode_request
 
@@ -109,7 +109,7 @@ class AsyncClient:
 
     def __init__(self, socket_path: Optional[str] = None, *, timeout: float = m.DEFAULT_TIMEOUT,
                  connect_timeout: float = 1.0) -> None:
-        self.socket_path = socket_path or os.environ.get("HOLDFAST_SOCKET") or m.DEFAULT_SOCKET
+        self.socket_path = m.resolve_socket(socket_path)
         self.timeout = m.check_timeout(timeout, m.DEFAULT_TIMEOUT)
         self.connect_timeout = connect_timeout
         self._conn: Optional[_AsyncConnection] = None
@@ -165,7 +165,7 @@ class AsyncClient:
 
     async def _connect(self) -> _AsyncConnection:
         # Retried by the caller's deadline (wait_for around the whole call).
-        delay = 0.01
+        attempt = 0
         while True:
             try:
                 r, w = await asyncio.wait_for(asyncio.open_unix_connection(self.socket_path),
@@ -175,8 +175,8 @@ class AsyncClient:
                 raise PermissionDenied(f"cannot connect to holdfastd at {self.socket_path}: {exc}") from exc
             except (OSError, asyncio.TimeoutError) as exc:
                 self._last_connect_error = exc
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 0.25)
+                await asyncio.sleep(m.reconnect_delay(attempt, random.random()))
+                attempt += 1
 
     async def _call(self, method: str, msg, timeout: Optional[float],
                     correlation_id: Optional[str]) -> Tuple[Any, pb.Response]:
@@ -364,13 +364,8 @@ class AsyncHold:
             return
         try:
             await self.release()
-        except NotHeld:
-            self._active = False
         except HoldfastError as err:
-            if exc_type is None:
-                raise
-            log.warning("holdfast: release on exit failed (correlation_id=%s): %s",
-                        self.correlation_id, err)
+            m.scope_exit_failed(self, err, body_raised=exc_type is not None)
 
     def __repr__(self) -> str:
         return m.hold_repr(self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-import os
+import random
 import select
 import socket
 import threading
@@ -13,14 +13,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _model as m
 from ._gen import holdfast_pb2 as pb
-from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, NotHeld,
-                     PermissionDenied, ProtocolError, Unavailable, error_for)
+from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, PermissionDenied,
+                     ProtocolError, Unavailable, error_for)
 from .framing import FrameError, FrameReader, decode_response, encode_request
 
 log = logging.getLogger("holdfast")
-
-_CONNECT_BACKOFF_MIN = 0.01
-_CONNECT_BACKOFF_MAX = 0.25
 
 
 class _Pending:
@@ -173,15 +170,17 @@ def _wait_writable(sock: socket.socket, timeout: float) -> bool:
 class Client:
     """Talks to holdfastd over its Unix socket. Thread-safe; share one per process.
 
-    Every call has a deadline (`timeout` seconds, default `Client(timeout=...)`),
-    sent to the daemon as timeout_ms and enforced here too. After the daemon
+    The socket is `socket_path`, else $HOLDFAST_SOCKET, else
+    /run/holdfast/holdfast.sock. Every call has a deadline (`timeout` seconds,
+    default `Client(timeout=5.0)`), sent to the daemon as timeout_ms and
+    enforced here too. After the daemon
     restarts, the next call reconnects on its own. Failures raise HoldfastError
     subclasses carrying `.code`.
     """
 
     def __init__(self, socket_path: Optional[str] = None, *, timeout: float = m.DEFAULT_TIMEOUT,
                  connect_timeout: float = 1.0) -> None:
-        self.socket_path = socket_path or os.environ.get("HOLDFAST_SOCKET") or m.DEFAULT_SOCKET
+        self.socket_path = m.resolve_socket(socket_path)
         self.timeout = m.check_timeout(timeout, m.DEFAULT_TIMEOUT)
         self.connect_timeout = connect_timeout
         self._lock = threading.Lock()
@@ -243,7 +242,7 @@ class Client:
     def _connect(self, deadline: float) -> _Connection:
         # A restarting daemon leaves no socket (ENOENT) or a dead one
         # (ECONNREFUSED) for a moment: keep trying until the call's deadline.
-        delay = _CONNECT_BACKOFF_MIN
+        attempt = 0
         while True:
             remaining = deadline - time.monotonic()
             try:
@@ -254,8 +253,8 @@ class Client:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise Unavailable(f"cannot connect to holdfastd at {self.socket_path}: {exc}") from exc
-                time.sleep(min(delay, remaining))
-                delay = min(delay * 2, _CONNECT_BACKOFF_MAX)
+                time.sleep(min(m.reconnect_delay(attempt, random.random()), remaining))
+                attempt += 1
 
     def _call(self, method: str, msg, timeout: Optional[float],
               correlation_id: Optional[str]) -> Tuple[Any, pb.Response]:
@@ -364,7 +363,8 @@ class Client:
 class Hold:
     """A granted hold. The token is available as `.token` but never shown by
     repr/str. As a context manager it releases the hold on exit unless it was
-    released or confirmed before."""
+    released or confirmed through it; an expired hold (NOT_HELD), one taken
+    over since (HELD_BY_ANOTHER) or sold (CONFIRMED) is not an error there."""
 
     def __init__(self, client: Client, namespace: str, partition: str, ids: Sequence[str],
                  token: str, fence: int, ttl_ms: int, correlation_id: str,
@@ -423,14 +423,8 @@ class Hold:
             return
         try:
             self.release()
-        except NotHeld:
-            self._active = False  # already expired: nothing left to give back
         except HoldfastError as err:
-            if exc_type is None:
-                raise
-            # Do not mask the body's exception; the hold expires with its TTL.
-            log.warning("holdfast: release on exit failed (correlation_id=%s): %s",
-                        self.correlation_id, err)
+            m.scope_exit_failed(self, err, body_raised=exc_type is not None)
 
     def __repr__(self) -> str:
         return m.hold_repr(self)

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, FrozenSet, Optional, Type
 
 
 class Code(enum.IntEnum):
-    """holdfast.v1.Code without the CODE_ prefix (values match the wire)."""
+    """holdfast.v1.Code without the CODE_ prefix (values match the wire).
+
+    Prints as its name, e.g. ``str(Code.NOT_FOUND) == "NOT_FOUND"`` (the
+    client contract, protos/contract/client-contract.md); ``int(code)`` is the
+    wire value.
+    """
 
     UNSPECIFIED = 0
     OK = 1
@@ -27,6 +32,27 @@ class Code(enum.IntEnum):
     UNIMPLEMENTED = 15
     INTERNAL = 16
     FAILED_PRECONDITION = 17
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __format__(self, spec: str) -> str:
+        return format(self.name, spec)
+
+
+# Codes where sending the same call again (after a wait, with a bounded number
+# of attempts) may succeed; a Confirm or Cancel only with the same idempotency
+# key. See protos/contract/client-contract.md for why these three.
+RETRYABLE_CODES: FrozenSet[Code] = frozenset(
+    {Code.UNAVAILABLE, Code.DEADLINE_EXCEEDED, Code.RESOURCE_EXHAUSTED})
+
+
+def code_name(code: "Code | int") -> str:
+    """"NOT_FOUND" for Code.NOT_FOUND (or 14); "CODE_99" for a value this client does not know."""
+    try:
+        return Code(int(code)).name
+    except ValueError:
+        return f"CODE_{int(code)}"
 
 
 def _code(value: int) -> "Code | int":
@@ -66,8 +92,21 @@ class HoldfastError(Exception):
         self.correlation_id = correlation_id
         self.result = result
 
+    @property
+    def code_name(self) -> str:
+        """The code as printed: "HELD_BY_ANOTHER", or "CODE_99" for an unknown one."""
+        return code_name(self.code)
+
+    @property
+    def retryable(self) -> bool:
+        """True for UNAVAILABLE, DEADLINE_EXCEEDED and RESOURCE_EXHAUSTED: the same
+        call may succeed when sent again after a wait. Retry a confirm or cancel
+        only with the same idempotency key. False for a closed client
+        (FAILED_PRECONDITION) and for codes this client does not know."""
+        return self.code in RETRYABLE_CODES
+
     def __str__(self) -> str:
-        name = self.code.name if isinstance(self.code, Code) else str(self.code)
+        name = self.code_name
         parts = [f"{name}: {self.message}" if self.message else name]
         extra = []
         if self.field:

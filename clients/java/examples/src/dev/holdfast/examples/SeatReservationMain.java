@@ -16,15 +16,29 @@ import java.util.UUID;
  * <pre>
  * mvn -q test-compile exec:java -Dexec.classpathScope=test \
  *     -Dexec.mainClass=dev.holdfast.examples.SeatReservationMain \
- *     -Dexec.args=/run/holdfast/holdfast.sock
+ *     [-Dexec.args="SOCKET [RUN]"]
  * </pre>
+ *
+ * <p>The socket defaults to {@code $HOLDFAST_SOCKET}, else /run/holdfast/holdfast.sock. Each run
+ * books on a run (partition) of its own, so it works again and again on the same daemon. It exits
+ * with status 1 when the seats were not sold.
  */
 public final class SeatReservationMain {
   public static void main(String[] args) throws Exception {
+    if (!book(args)) {
+      System.exit(1);
+    }
+  }
+
+  static boolean book(String[] args) throws Exception {
     Path socket =
-        Path.of(
-            args.length > 0 ? args[0] : envOr("HOLDFAST_SOCKET", "/run/holdfast/holdfast.sock"));
-    String run = args.length > 1 ? args[1] : "run-2026-12-01-KTX101";
+        args.length > 0 && !args[0].isEmpty()
+            ? Path.of(args[0])
+            : HoldfastClient.defaultSocketPath();
+    String run =
+        args.length > 1
+            ? args[1]
+            : "run-2026-12-01-KTX101-" + UUID.randomUUID().toString().substring(0, 6);
 
     try (HoldfastClient client = HoldfastClient.connect(socket)) {
       try {
@@ -68,17 +82,13 @@ public final class SeatReservationMain {
           for (var claim : c.confirmation().claims()) {
             System.out.println("  " + claim.resourceId() + " at " + claim.confirmedAt());
           }
-        } else {
-          System.out.println("not booked: " + b);
+          return true;
         }
-        return;
+        System.out.println("not booked: " + b);
+        return false;
       }
       System.out.println("gave up: the seats stayed taken");
+      return false;
     }
-  }
-
-  private static String envOr(String key, String def) {
-    String v = System.getenv(key);
-    return v == null || v.isEmpty() ? def : v;
   }
 }

@@ -9,8 +9,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * A granted hold on one or more resources of one partition.
  *
  * <p>Closing it releases it, so try-with-resources gives the resources back whatever happens in the
- * block; after a successful {@link #confirm} or {@link #release} closing does nothing. An expired
- * hold closes quietly. The hold's token is a secret: {@link #toString()} never shows it.
+ * block; after a successful {@link #confirm} or {@link #release} closing does nothing. An expired,
+ * taken-over or sold hold closes quietly (see {@link #close()}). The hold's token is a secret:
+ * {@link #toString()} never shows it.
  *
  * <pre>{@code
  * try (Hold hold = client.hold("seat", run, List.of("E7", "E8", "E9"), Duration.ofMinutes(2))) {
@@ -131,9 +132,12 @@ public final class Hold implements AutoCloseable {
   }
 
   /**
-   * Releases the hold unless it was already released or confirmed. A hold that expired (even if
-   * someone else holds the resources now), or a client already closed, is not an error here; other
-   * failures are thrown (the hold then expires with its TTL).
+   * Leaves the hold's scope, the same way in every holdfast client: releases the hold unless it was
+   * released or confirmed through this object (also after a failed confirm). A hold that expired
+   * ({@code NOT_HELD}), was taken over since ({@code HELD_BY_ANOTHER}) or was sold ({@code
+   * CONFIRMED}), and a closed client, are not errors here: nothing is ours to give back. Other
+   * failures are thrown (the hold then expires with its TTL); in try-with-resources they are added
+   * to the block's own exception as suppressed.
    */
   @Override
   public void close() {
@@ -144,8 +148,8 @@ public final class Hold implements AutoCloseable {
       release();
     } catch (HoldfastException.NotHeld
         | HoldfastException.HeldByAnother
+        | HoldfastException.Confirmed
         | HoldfastException.ClientClosed e) {
-      // Already gone (expired, or taken over after expiry): nothing left to give back.
       finished.set(true);
     }
   }

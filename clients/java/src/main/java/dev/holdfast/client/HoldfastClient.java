@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -30,6 +31,7 @@ import java.util.concurrent.ForkJoinPool;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -48,7 +50,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * complete on the callback executor (default: the common pool), never on the reader thread.
  *
  * <pre>{@code
- * try (HoldfastClient client = HoldfastClient.connect(Path.of("/run/holdfast/holdfast.sock"));
+ * try (HoldfastClient client = HoldfastClient.connect(); // $HOLDFAST_SOCKET or /run/holdfast/...
  *      Hold hold = client.hold("seat", "run-2026-12-01-KTX101", List.of("E7", "E8"),
  *                              Duration.ofMinutes(2))) {
  *   hold.confirm(ConfirmOptions.of(orderId, customerId));
@@ -61,6 +63,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * expire with their TTL.
  */
 public final class HoldfastClient implements AutoCloseable {
+  /** Where the packaged daemon listens (the client contract, shared by every holdfast client). */
+  public static final String DEFAULT_SOCKET_PATH = "/run/holdfast/holdfast.sock";
+
+  /** The environment variable that names the daemon's socket. */
+  public static final String SOCKET_ENV = "HOLDFAST_SOCKET";
+
   /** Default deadline for calls without one. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
 
@@ -68,8 +76,12 @@ public final class HoldfastClient implements AutoCloseable {
   public static final int DEFAULT_MAX_FRAME_BYTES = 64 * 1024;
 
   private static final int MAX_READ_BYTES = 16 * 1024 * 1024; // metrics can be large; still bounded
-  private static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
-  private static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+  // Waits between connection attempts while the daemon is away: 20 ms doubling to 500 ms, each
+  // shortened by up to 20 % at random (the client contract).
+  static final long MIN_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
+  static final int BACKOFF_MULTIPLIER = 2;
+  static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
+  static final double BACKOFF_JITTER = 0.2;
   private static final SecureRandom RANDOM = new SecureRandom();
 
   private final Path socketPath;
@@ -103,9 +115,45 @@ public final class HoldfastClient implements AutoCloseable {
     return new Builder(socketPath);
   }
 
+  /** A builder for a client of the daemon at {@link #defaultSocketPath()}. */
+  public static Builder builder() {
+    return new Builder(defaultSocketPath());
+  }
+
   /** Connects to the daemon with default settings; see {@link Builder#connect()}. */
   public static HoldfastClient connect(Path socketPath) {
     return builder(socketPath).connect();
+  }
+
+  /** Connects to the daemon at {@link #defaultSocketPath()} with default settings. */
+  public static HoldfastClient connect() {
+    return builder().connect();
+  }
+
+  /**
+   * The socket a client uses when given none: {@code $HOLDFAST_SOCKET} when set and not empty, else
+   * {@code /run/holdfast/holdfast.sock}.
+   */
+  public static Path defaultSocketPath() {
+    return defaultSocketPath(System.getenv());
+  }
+
+  static Path defaultSocketPath(Map<String, String> env) {
+    String s = env.get(SOCKET_ENV);
+    return Path.of(s == null || s.isEmpty() ? DEFAULT_SOCKET_PATH : s);
+  }
+
+  /**
+   * The wait before connection attempt {@code attempt + 1} (0-based), for a uniform random {@code u}
+   * in [0, 1): the nominal wait shortened by the jitter.
+   */
+  static long reconnectDelayNanos(int attempt, double u) {
+    long d = MIN_BACKOFF_NANOS;
+    for (int i = 0; i < attempt && d < MAX_BACKOFF_NANOS; i++) {
+      d *= BACKOFF_MULTIPLIER;
+    }
+    d = Math.min(d, MAX_BACKOFF_NANOS);
+    return (long) (d * (1 - BACKOFF_JITTER * u));
   }
 
   /** Settings for a {@link HoldfastClient}. */
@@ -536,15 +584,16 @@ public final class HoldfastClient implements AutoCloseable {
     req.setCorrelationId(corr);
     long deadline = System.nanoTime() + saturatedNanos(timeout);
     Call call = new Call(op, corr, req, deadline, callbacks);
-    attempt(call, false, MIN_BACKOFF_NANOS, null);
+    attempt(call, false, 0, null);
     return call.future;
   }
 
   /**
    * Sends {@code call} on the live connection, dialing (with backoff while the daemon is down)
-   * until the deadline. {@code resent} marks the one resend allowed after a failed write.
+   * until the deadline. {@code resent} marks the one resend allowed after a failed write; {@code
+   * dials} counts the failed connection attempts so far.
    */
-  private void attempt(Call call, boolean resent, long backoffNanos, IOException lastDialError) {
+  private void attempt(Call call, boolean resent, int dials, IOException lastDialError) {
     if (call.future.isDone()) {
       return;
     }
@@ -568,9 +617,9 @@ public final class HoldfastClient implements AutoCloseable {
       call.fail(new HoldfastException.ClientClosed(call.op));
       return;
     } catch (IOException e) {
-      long wait = Math.min(backoffNanos, left);
-      long next = Math.min(backoffNanos * 2, MAX_BACKOFF_NANOS);
-      schedule(call, () -> attempt(call, resent, next, e), wait);
+      long wait =
+          Math.min(reconnectDelayNanos(dials, ThreadLocalRandom.current().nextDouble()), left);
+      schedule(call, () -> attempt(call, resent, dials + 1, e), wait);
       return;
     }
 
@@ -612,7 +661,7 @@ public final class HoldfastClient implements AutoCloseable {
       } else if (!resent) {
         // The daemon never acts on an incomplete frame, so one resend on a fresh connection is
         // safe (the usual case: the daemon restarted while this client sat idle).
-        attempt(call, true, backoffNanos, null);
+        attempt(call, true, dials, null);
       } else {
         call.fail(
             HoldfastException.of(
@@ -662,8 +711,7 @@ public final class HoldfastClient implements AutoCloseable {
   /** Blocks until a connection is open or {@code within} passed. */
   private void awaitConnection(Duration within) {
     long deadline = System.nanoTime() + saturatedNanos(within);
-    long backoff = MIN_BACKOFF_NANOS;
-    while (true) {
+    for (int attempt = 0; ; attempt++) {
       try {
         connection();
         return;
@@ -678,13 +726,13 @@ public final class HoldfastClient implements AutoCloseable {
               e);
         }
         try {
-          TimeUnit.NANOSECONDS.sleep(Math.min(backoff, left));
+          TimeUnit.NANOSECONDS.sleep(
+              Math.min(reconnectDelayNanos(attempt, ThreadLocalRandom.current().nextDouble()), left));
         } catch (InterruptedException ie) {
           Thread.currentThread().interrupt();
           throw HoldfastException.of(
               Code.CODE_UNAVAILABLE, "connect", "interrupted while connecting", "", ie);
         }
-        backoff = Math.min(backoff * 2, MAX_BACKOFF_NANOS);
       }
     }
   }

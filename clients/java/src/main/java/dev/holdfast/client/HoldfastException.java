@@ -12,6 +12,7 @@ public class HoldfastException extends RuntimeException {
   private static final long serialVersionUID = 1L;
 
   private final Code code;
+  private final int codeValue;
   private final String op;
   private final String field;
   private final String resourceId;
@@ -27,8 +28,22 @@ public class HoldfastException extends RuntimeException {
       String correlationId,
       boolean degraded,
       Throwable cause) {
-    super(describe(code, op, message, field, resourceId, correlationId), cause);
+    this(code, valueOf(code), op, message, field, resourceId, correlationId, degraded, cause);
+  }
+
+  HoldfastException(
+      Code code,
+      int codeValue,
+      String op,
+      String message,
+      String field,
+      String resourceId,
+      String correlationId,
+      boolean degraded,
+      Throwable cause) {
+    super(describe(code, codeValue, op, message, field, resourceId, correlationId), cause);
     this.code = code;
+    this.codeValue = codeValue;
     this.op = op == null ? "" : op;
     this.field = field == null ? "" : field;
     this.resourceId = resourceId == null ? "" : resourceId;
@@ -36,9 +51,40 @@ public class HoldfastException extends RuntimeException {
     this.degraded = degraded;
   }
 
-  /** The result code ({@code CODE_UNSPECIFIED} for {@link ClientClosed}). */
+  /**
+   * The result code ({@code CODE_UNSPECIFIED} for {@link ClientClosed}, {@code UNRECOGNIZED} for a
+   * code from a newer daemon; {@link #getCodeValue()} has its number).
+   */
   public Code getCode() {
     return code;
+  }
+
+  /** The code's number on the wire. */
+  public int getCodeValue() {
+    return codeValue;
+  }
+
+  /**
+   * The code as every holdfast client prints it: {@code "HELD_BY_ANOTHER"} (the enum name without
+   * {@code CODE_}), {@code "CODE_99"} for a code this client does not know.
+   */
+  public String getCodeName() {
+    return codeName(codeValue);
+  }
+
+  /** {@code "NOT_FOUND"} for {@code CODE_NOT_FOUND}: the enum name without its prefix. */
+  public static String codeName(Code code) {
+    return code == Code.UNRECOGNIZED ? "UNRECOGNIZED" : codeName(code.getNumber());
+  }
+
+  /** {@code "NOT_FOUND"} for 14; {@code "CODE_99"} for a value this client does not know. */
+  public static String codeName(int value) {
+    Code c = Code.forNumber(value);
+    return c == null ? "CODE_" + value : c.name().substring("CODE_".length());
+  }
+
+  private static int valueOf(Code code) {
+    return code == Code.UNRECOGNIZED ? -1 : code.getNumber();
   }
 
   /** The operation: "hold", "extend", "release", "confirm", ... */
@@ -67,8 +113,10 @@ public class HoldfastException extends RuntimeException {
   }
 
   /**
-   * True when retrying the same call may succeed (outcome unknown, backend or limit temporarily in
-   * the way). Retry Confirm and Cancel only with the same idempotency key.
+   * True when sending the same call again, after a wait, may succeed: {@code UNAVAILABLE}, {@code
+   * DEADLINE_EXCEEDED} (the outcome may be unknown) and {@code RESOURCE_EXHAUSTED} (a limit refused
+   * the request before acting on it). Retry Confirm and Cancel only with the same idempotency key.
+   * False for a closed client and for codes this client does not know.
    */
   public boolean isRetryable() {
     return code == Code.CODE_UNAVAILABLE
@@ -77,13 +125,19 @@ public class HoldfastException extends RuntimeException {
   }
 
   private static String describe(
-      Code code, String op, String message, String field, String resourceId, String corr) {
+      Code code,
+      int codeValue,
+      String op,
+      String message,
+      String field,
+      String resourceId,
+      String corr) {
     StringBuilder b = new StringBuilder();
     if (op != null && !op.isEmpty()) {
       b.append(op).append(": ");
     }
     if (code != Code.CODE_UNSPECIFIED) { // no daemon code (closed client, interrupt)
-      b.append(code.name().replaceFirst("^CODE_", ""));
+      b.append(codeName(codeValue));
     }
     if (message != null && !message.isEmpty()) {
       b.append(code != Code.CODE_UNSPECIFIED ? ": " : "").append(message);
@@ -104,8 +158,20 @@ public class HoldfastException extends RuntimeException {
   static HoldfastException fromResponse(String op, Response r) {
     Code code = r.getCode();
     String message = r.getMessage();
-    if (code == Code.CODE_UNSPECIFIED || code == Code.UNRECOGNIZED) {
-      message = "daemon answered without a known result code: " + message;
+    if (code == Code.UNRECOGNIZED) { // a newer daemon: keep its number for getCodeName()
+      return new HoldfastException(
+          code,
+          r.getCodeValue(),
+          op,
+          message,
+          r.getError().getField(),
+          r.getError().getResourceId(),
+          r.getCorrelationId(),
+          r.getDegraded(),
+          null);
+    }
+    if (code == Code.CODE_UNSPECIFIED) {
+      message = "daemon answered without a result code: " + message;
       code = Code.CODE_INTERNAL;
     }
     return of(

@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
@@ -14,12 +15,18 @@ import org.junit.jupiter.api.extension.BeforeAllCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
- * A real holdfastd for the live tests. Uses HOLDFAST_SOCKET when set; otherwise starts a private
- * stack with tools/devstack.sh (or the script named by HOLDFAST_DEVSTACK) in a temp dir, once per
- * test run, and stops it when the run ends. Without either, {@link #skipReason} says why the live
- * tests are skipped.
+ * A real holdfastd for the live tests. They only ever talk to a stack made for tests (the client
+ * contract, protos/contract/client-contract.md): they stop and restart its daemon and confirm into
+ * its {@code seat} namespace, so HOLDFAST_SOCKET, which points at a user's real daemon (the README
+ * tells users to export it), is ignored. The stack is the directory in HOLDFAST_TEST_STACK (where
+ * {@code tools/devstack.sh up DIR} runs; the client test scripts start one and set it); otherwise
+ * a private stack started with tools/devstack.sh (or the script named by HOLDFAST_DEVSTACK) in a
+ * temp dir, once per test run, and stopped when the run ends. When holdfastd is not built, {@link
+ * Stack#skipReason} says why the live tests are skipped.
  */
 final class LiveDaemon implements BeforeAllCallback {
+  static final String TEST_STACK_ENV = "HOLDFAST_TEST_STACK";
+
   private static final ExtensionContext.Namespace NS =
       ExtensionContext.Namespace.create(LiveDaemon.class);
 
@@ -35,55 +42,96 @@ final class LiveDaemon implements BeforeAllCallback {
   }
 
   /** The running stack, closed by JUnit after the last test of the run. */
+  /** Where the live tests' daemon comes from: "given" (a dir), "own", or "skip" (a reason). */
+  record Choice(String kind, String arg) {}
+
+  /** Never from HOLDFAST_SOCKET. */
+  static Choice stackChoice(Map<String, String> env, Path repo) {
+    String given = env.get(TEST_STACK_ENV);
+    if (given != null && !given.isEmpty()) {
+      return new Choice("given", given);
+    }
+    String d = env.get("HOLDFASTD");
+    Path holdfastd = d != null && !d.isEmpty() ? Path.of(d) : repo.resolve("build/daemon/holdfastd");
+    if (!Files.isExecutable(holdfastd)) {
+      return new Choice(
+          "skip",
+          "live tests start their own stack, but "
+              + holdfastd
+              + " is not built (tools/build.sh), and "
+              + TEST_STACK_ENV
+              + " is unset");
+    }
+    String path = env.getOrDefault("PATH", "");
+    boolean redis =
+        Stream.of(path.split(":"))
+            .filter(p -> !p.isEmpty())
+            .anyMatch(p -> Files.isExecutable(Path.of(p, "redis-server")));
+    if (!redis) {
+      return new Choice("skip", "live tests start their own stack, but redis-server is not installed");
+    }
+    return new Choice("own", "");
+  }
+
   static final class Stack implements ExtensionContext.Store.CloseableResource {
     final Path socket;
-    final Path dir; // non-null when this run started the stack
+    final Path dir; // the stack's devstack dir
+    final boolean owned; // this run started the stack (and stops it)
     final Path script;
     final String skipReason;
     final String failure;
 
-    private Stack(Path socket, Path dir, Path script, String skipReason, String failure) {
+    private Stack(
+        Path socket, Path dir, boolean owned, Path script, String skipReason, String failure) {
       this.socket = socket;
       this.dir = dir;
+      this.owned = owned;
       this.script = script;
       this.skipReason = skipReason;
       this.failure = failure;
     }
 
     static Stack start() {
-      String env = System.getenv("HOLDFAST_SOCKET");
-      if (env != null && !env.isEmpty()) {
-        return new Stack(Path.of(env), null, null, null, null);
-      }
       String alt = System.getenv("HOLDFAST_DEVSTACK"); // an alternative stack script
       Path script =
           alt != null && !alt.isEmpty()
               ? Path.of(alt)
               : RepoRoot.get().resolve("tools/devstack.sh");
+      Choice choice = stackChoice(System.getenv(), RepoRoot.get());
+      if (choice.kind().equals("skip")) {
+        return new Stack(null, null, false, null, choice.arg(), null);
+      }
+      if (choice.kind().equals("given")) {
+        Path dir = Path.of(choice.arg());
+        Path socket = dir.resolve("holdfast.sock");
+        try {
+          waitReady(socket, Duration.ofSeconds(60));
+          return new Stack(socket, dir, false, script, null, null);
+        } catch (Exception e) {
+          return new Stack(
+              socket, dir, false, script, null, TEST_STACK_ENV + "=" + dir + ": " + e.getMessage());
+        }
+      }
       if (!Files.exists(script)) {
-        return new Stack(
-            null,
-            null,
-            null,
-            "no daemon: HOLDFAST_SOCKET is unset and tools/devstack.sh does not exist yet",
-            null);
+        return new Stack(null, null, false, null, "no stack script: " + script + " is missing", null);
       }
       Path dir;
       try {
         dir = Files.createTempDirectory("hf-java-live-");
       } catch (IOException e) {
-        return new Stack(null, null, script, null, e.toString());
+        return new Stack(null, null, false, script, null, e.toString());
       }
       Path socket = dir.resolve("holdfast.sock");
       try {
         devstack(script, "up", dir);
         waitReady(socket, Duration.ofSeconds(60));
-        return new Stack(socket, dir, script, null, null);
+        return new Stack(socket, dir, true, script, null, null);
       } catch (Exception e) {
-        return new Stack(socket, dir, script, null, e.getMessage() + "\n" + logTail(dir));
+        return new Stack(socket, dir, true, script, null, e.getMessage() + "\n" + logTail(dir));
       }
     }
 
+    /** True when the tests may stop and restart the daemon: always, for a test stack. */
     boolean managed() {
       return dir != null;
     }
@@ -126,7 +174,7 @@ final class LiveDaemon implements BeforeAllCallback {
 
     @Override
     public void close() throws Throwable {
-      if (dir == null) {
+      if (dir == null || !owned) {
         return;
       }
       try {

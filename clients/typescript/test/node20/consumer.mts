@@ -1,0 +1,34 @@
+// A consumer on Node 20 without `await using`: the fallbacks of the client
+// contract's scope-exit rule. Compiled by test/node20.test.ts with the plain
+// tsconfig.json beside it; prints one line per step.
+
+import { Client, isRetryable, withHold } from "../../dist/src/index.js";
+
+const client = new Client({ socketPath: process.argv[2] });
+try {
+  // withHold: confirmed inside, so nothing is released afterwards.
+  const result = await withHold(client, "seat", "p", ["E7"], { ttlMs: 60_000 }, (hold) =>
+    hold.confirm({ idempotencyKey: "order-1:confirm", reference: "order-1" }),
+  );
+  console.log(`confirmed ${JSON.stringify(result)}`);
+
+  // withHold: the body throws; the hold is released and the body's error wins.
+  try {
+    await withHold(client, "seat", "p", ["E8"], {}, async () => {
+      throw new Error("payment declined");
+    });
+  } catch (err) {
+    console.log(`body error kept: ${(err as Error).message}`);
+  }
+
+  // try/finally with hold.close(): released at the end.
+  const hold = await client.hold("seat", "p", ["E9"]);
+  try {
+    console.log(`held ${hold.ids.join(",")} fence ${hold.fence}`);
+  } finally {
+    await hold.close();
+  }
+  console.log(`active after close: ${hold.active}, retryable(new Error): ${isRetryable(new Error("x"))}`);
+} finally {
+  client.close();
+}
