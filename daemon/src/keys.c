@@ -2,7 +2,6 @@
  * partition on one cluster slot so multi-id scripts never hit CROSSSLOT. */
 #include "keys.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,12 +20,23 @@ struct hf_keyset *hf_keyset_build(const char *ns, const char *partition,
     ks->keys = (const char **)(ks + 1);
     ks->lens = (size_t *)(ks->keys + count);
     char *p = (char *)(ks->lens + count);
+    /* "hf:{<ns>:<partition>}:" once, then copied in front of every suffix. */
+    char *prefix = p;
+    size_t nl = strlen(ns), pl = strlen(partition);
+    memcpy(p, "hf:{", 4);
+    memcpy(p + 4, ns, nl);
+    p[4 + nl] = ':';
+    memcpy(p + 5 + nl, partition, pl);
+    memcpy(p + 5 + nl + pl, "}:", 2);
     for (size_t i = 0; i < count; i++) {
         const char *suffix = i == 0 ? FENCE_SUFFIX : ids[i - 1];
-        int n = sprintf(p, "hf:{%s:%s}:%s", ns, partition, suffix);
+        size_t sl = strlen(suffix);
+        if (p != prefix) memcpy(p, prefix, prefix_len);
+        memcpy(p + prefix_len, suffix, sl);
+        p[prefix_len + sl] = '\0';
         ks->keys[i] = p;
-        ks->lens[i] = (size_t)n;
-        p += n + 1;
+        ks->lens[i] = prefix_len + sl;
+        p += prefix_len + sl + 1;
     }
     return ks;
 }

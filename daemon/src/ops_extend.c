@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "numfmt.h"
 #include "ops_common.h"
 #include "redis_front.h"
 
@@ -37,10 +38,10 @@ void hf_op_extend(struct hf_request *req) {
     if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
     if (!hf_token_check(req, m->token, true)) return;
     m->ttl_ms = ttl; /* echoed in the answer */
-    char ttl_s[16];
-    snprintf(ttl_s, sizeof ttl_s, "%u", ttl);
+    char ttl_s[24];
+    size_t ttl_len = hf_u64_dec(ttl_s, ttl);
     const char *args[] = {m->token, ttl_s};
-    size_t lens[] = {strlen(m->token), strlen(ttl_s)};
+    size_t lens[] = {strlen(m->token), ttl_len};
     hf_request_op_start(req);
     if (hf_front_call(req->d->redis, NULL, HF_FN_EXTEND, t->keys->count - 1,
                         t->keys->keys + 1, t->keys->lens + 1, 2, args, lens,

@@ -6,6 +6,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "numfmt.h"
 #include "ops_common.h"
 #include "policy.h"
 #include "redis_front.h"
@@ -112,15 +113,20 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
         return;
     }
     const redisReply *fence = r->elements > 1 ? r->element[1] : NULL;
-    if (!fence || fence->type != REDIS_REPLY_STRING || fence->len > 20 ||
-        snprintf(hc->token, sizeof hc->token, "%s.%s", fence->str, hc->random) >=
-            (int)sizeof hc->token ||
-        !hf_token_parse(hc->token, strlen(hc->token), &hc->fence)) {
+    size_t token_len = 0;
+    if (fence && fence->type == REDIS_REPLY_STRING && fence->len <= 20) {
+        /* "<fence>.<random>": sizeof token covers 20 + 1 + the random part. */
+        memcpy(hc->token, fence->str, fence->len);
+        hc->token[fence->len] = '.';
+        memcpy(hc->token + fence->len + 1, hc->random, HF_TOKEN_RANDOM_CHARS + 1);
+        token_len = fence->len + 1 + HF_TOKEN_RANDOM_CHARS;
+    }
+    if (!token_len || !hf_token_parse(hc->token, token_len, &hc->fence)) {
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "hold script returned a bad fence");
         finish(hc);
         return;
     }
-    hf_request_note_token(req, hc->token, strlen(hc->token));
+    hf_request_note_token(req, hc->token, token_len);
     if (req->answered || hf_request_client_gone(req)) {
         /* The deadline passed while Redis was granting, or the client has
          * gone: nobody will ever know this token, so give the resources back
@@ -194,10 +200,10 @@ void hf_op_hold(struct hf_request *req) {
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "getrandom failed");
         return;
     }
-    char ttl_s[16];
-    snprintf(ttl_s, sizeof ttl_s, "%u", ttl);
+    char ttl_s[24];
+    size_t ttl_len = hf_u64_dec(ttl_s, ttl);
     const char *args[] = {hc->random, ttl_s};
-    size_t lens[] = {HF_TOKEN_RANDOM_CHARS, strlen(ttl_s)};
+    size_t lens[] = {HF_TOKEN_RANDOM_CHARS, ttl_len};
     hf_request_op_start(req);
     /* hc->conn is set to the connection that ran the script (in a cluster,
      * possibly another node's after a redirection) before on_hold_reply. */
