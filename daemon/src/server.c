@@ -108,7 +108,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     uv_fileno((uv_handle_t *)hf_conn_stream(conn), &fd);
     struct ucred cred = {0};
     bool allowed = peer_allowed(d->cfg, fd, &cred);
-    hf_conn_set_peer(conn, cred.uid, cred.gid);
+    hf_conn_set_peer(conn, cred.uid, cred.gid, (int32_t)cred.pid);
     if (!allowed) {
         hf_metrics_inc(HF_C_CONNECTIONS_REJECTED);
         log_warn("accept: peer pid=%d uid=%u gid=%u not in socket.allow_uids/allow_gids",

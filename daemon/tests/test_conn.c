@@ -76,7 +76,7 @@ static void sink_frame(void *ctx, const uint8_t *payload, size_t len) {
 
 static void sink_closed(void *ctx) { event(ctx, 'c'); }
 
-static const struct hf_conn_sink recording_sink = {sink_frame, sink_closed};
+static const struct hf_conn_sink recording_sink = {sink_frame, sink_closed, NULL};
 
 static void owner_closed(void *owner, struct hf_conn *conn) {
     struct fx *fx = owner;
