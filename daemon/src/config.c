@@ -127,6 +127,24 @@ static const struct field limits_fields[] = {
      "Shorter deadlines asked for by requests are raised to this (the floor)."},
     {"limits.drain_timeout_ms", F_UINT, CFG(drain_timeout_ms), 5000, NULL, 0, 3600000, NULL,
      RELOAD, "How long `SIGTERM` waits for requests in flight."},
+    {"limits.max_connections_per_uid", F_UINT, CFG(max_connections_per_uid), 256, NULL, 0,
+     1000000, NULL, RELOAD,
+     "Client connections one peer uid (`SO_PEERCRED`) may have at once; more are refused on "
+     "accept like `max_connections`. 0: no per-uid limit."},
+    {"limits.max_queued_bytes", F_UINT, CFG(max_queued_bytes), 16u << 20, NULL, 1u << 20,
+     1u << 30, NULL, RELOAD,
+     "Answer bytes queued for all clients together; past it the connection with the most "
+     "unread answers is closed as a slow reader."},
+    {"limits.slow_reader_timeout_ms", F_UINT, CFG(slow_reader_timeout_ms), 10000, NULL, 10,
+     3600000, NULL, RELOAD,
+     "A connection whose unread answers stay above 8 MiB this long (it is not read from "
+     "meanwhile), or that does not read its final error, is closed."},
+    {"limits.frame_timeout_ms", F_UINT, CFG(frame_timeout_ms), 5000, NULL, 10, 3600000, NULL,
+     RELOAD, "A request frame must be complete this long after its first byte arrived; else "
+             "the connection is answered `RESOURCE_EXHAUSTED` and closed."},
+    {"limits.idle_timeout_ms", F_UINT, CFG(idle_timeout_ms), 0, NULL, 0, 86400000, NULL,
+     RELOAD, "A connection with no request in flight, no answer queued and no partial frame "
+             "is answered `UNAVAILABLE` and closed after this long. 0: never."},
 };
 
 /* fingerprint_key reloads through hf_token_set_fingerprint_key (main.c). */

@@ -69,6 +69,11 @@ struct hf_config {
     uint32_t min_timeout_ms;
     uint32_t max_timeout_ms;
     uint32_t drain_timeout_ms;
+    uint32_t max_connections_per_uid; /* 0: no per-uid limit */
+    uint32_t max_queued_bytes;       /* answers queued for all clients together */
+    uint32_t slow_reader_timeout_ms;
+    uint32_t frame_timeout_ms;
+    uint32_t idle_timeout_ms;        /* 0: idle connections stay open */
 
     enum hf_log_level log_level;
     char *log_fingerprint_key;

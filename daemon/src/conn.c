@@ -1,9 +1,17 @@
-/* conn.c - a client connection's buffers and lifetime. The read buffer holds
- * at most one frame plus its header; whole frames go to the sink; responses
- * go out through libuv's write queue, and reading pauses while that queue is
- * too long. */
+/* conn.c - a client connection's buffers, timers and lifetime. The read
+ * buffer holds at most one frame plus its header; whole frames go to the
+ * sink; responses go out through libuv's write queue, and reading pauses
+ * while that queue is too long.
+ *
+ * Answer bytes are counted from hf_conn_send to their write callback (which
+ * also runs, cancelled, when the connection closes), per connection and over
+ * all of them; the connections with answers queued are on one list, where
+ * limits.max_queued_bytes finds the slowest reader to close. One timer per
+ * connection serves the one deadline that applies to its state: a stalled
+ * queue, a partial frame, or idleness (see wanted_timer). */
 #include "conn.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,9 +21,22 @@
 #define READ_CHUNK 16384
 #define WRITE_QUEUE_PAUSE (8u << 20)
 #define WRITE_QUEUE_RESUME (1u << 20)
+/* What one write hands libuv at most (a larger frame goes alone). */
+#define WRITE_BATCH_BYTES (64u << 10)
+#define WRITE_BATCH_FRAMES 64
+
+/* The deadline the connection's timer runs for. */
+enum conn_timer {
+    TIMER_NONE,
+    TIMER_STALL, /* queue above its cap, or a final error, not read */
+    TIMER_FRAME, /* a frame's first bytes arrived, not the rest */
+    TIMER_IDLE,  /* nothing read, queued or pending */
+};
 
 struct hf_conn {
     uv_pipe_t pipe; /* first: the handle's address is the conn's */
+    uv_timer_t timer;
+    int open_handles; /* freed when the pipe and the timer have closed */
     struct hf_daemon *d;
     void (*on_closed)(void *owner, struct hf_conn *conn);
     void *owner;
@@ -23,22 +44,137 @@ struct hf_conn {
     void *sink_ctx;
     uint8_t *buf;
     size_t len, cap;
-    unsigned pending_writes;
+    /* Answers not yet handed to libuv, oldest first: libuv gets the next
+     * batch only once it has written everything it had, so a close frees
+     * nearly all of a slow reader's answers at once (what libuv holds is
+     * freed in its close phase). */
+    struct out_frame *out_head, *out_tail;
+    size_t queued;                 /* bytes in the outbox and in those batches */
+    struct hf_conn *q_prev, *q_next; /* on queues.head while queued > 0 */
     uint32_t peer_uid, peer_gid;
+    int32_t peer_pid;
+    enum conn_timer timer_kind;
+    uint32_t timer_ms;             /* what it was started with, for the log */
     bool reading;
-    bool paused_for_writes;
+    bool over_cap;                 /* queued passed WRITE_QUEUE_PAUSE, not yet below RESUME */
+    bool paused_for_writes;        /* ... and reading stopped for it */
     bool close_after_write;
     bool closing;
 };
 
+struct out_frame {
+    struct out_frame *next;
+    uint8_t *data;
+    size_t len;
+};
+
+/* One batch of frames in one uv_write. */
 struct write_req {
     uv_write_t req;
     struct hf_conn *conn;
-    uint8_t *frame;
+    size_t bytes;
+    unsigned n;
+    uint8_t *frames[];
 };
+
+/* Every connection's queued answers (one loop, one thread). */
+static struct {
+    struct hf_conn *head; /* the connections with queued > 0 */
+    size_t total;         /* all queued bytes, until their write callbacks */
+    size_t closing;       /* those of connections already closing */
+} queues;
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
 static void process_frames(struct hf_conn *conn);
+static void on_timer(uv_timer_t *t);
+
+static void queue_add(struct hf_conn *conn, size_t len) {
+    if (conn->queued == 0) {
+        conn->q_prev = NULL;
+        conn->q_next = queues.head;
+        if (queues.head) queues.head->q_prev = conn;
+        queues.head = conn;
+    }
+    conn->queued += len;
+    queues.total += len;
+    hf_metrics_gauge_set(HF_G_QUEUED_BYTES, (int64_t)queues.total);
+}
+
+static void queue_done(struct hf_conn *conn, size_t len) {
+    conn->queued -= len;
+    queues.total -= len;
+    if (conn->closing) queues.closing -= len;
+    if (conn->queued == 0) {
+        if (conn->q_prev) conn->q_prev->q_next = conn->q_next;
+        else queues.head = conn->q_next;
+        if (conn->q_next) conn->q_next->q_prev = conn->q_prev;
+        conn->q_prev = conn->q_next = NULL;
+    }
+    hf_metrics_gauge_set(HF_G_QUEUED_BYTES, (int64_t)queues.total);
+}
+
+size_t hf_conn_queued(const struct hf_conn *conn) { return conn->queued; }
+size_t hf_conn_queued_total(void) { return queues.total; }
+
+/* The one deadline that applies now. Whole frames are taken out of the
+ * buffer whenever the connection reads, so bytes left there while it reads
+ * are a partial frame. */
+static enum conn_timer wanted_timer(const struct hf_conn *conn) {
+    if (conn->closing) return TIMER_NONE;
+    if (conn->over_cap || (conn->close_after_write && conn->queued > 0)) return TIMER_STALL;
+    if (!conn->reading) return TIMER_NONE;
+    if (conn->len > 0) return TIMER_FRAME;
+    if (conn->queued > 0) return TIMER_NONE;
+    if (conn->sink && conn->sink->pending && conn->sink->pending(conn->sink_ctx) > 0)
+        return TIMER_NONE;
+    return TIMER_IDLE;
+}
+
+/* (Re)start the timer when the deadline that applies changes, or when
+ * `restart` says the same one starts over (a new frame, new activity). The
+ * limits come from the current config, so a reload applies from the next
+ * change on. */
+static void update_timer(struct hf_conn *conn, bool restart) {
+    enum conn_timer kind = wanted_timer(conn);
+    if (kind == conn->timer_kind && !restart) return;
+    uv_timer_stop(&conn->timer);
+    conn->timer_kind = kind;
+    const struct hf_config *cfg = conn->d->cfg;
+    uint32_t ms = 0;
+    switch (kind) {
+    case TIMER_NONE: break;
+    case TIMER_STALL: ms = cfg->slow_reader_timeout_ms; break;
+    case TIMER_FRAME: ms = cfg->frame_timeout_ms; break;
+    case TIMER_IDLE: ms = cfg->idle_timeout_ms; break; /* 0: off */
+    }
+    conn->timer_ms = ms;
+    if (ms) uv_timer_start(&conn->timer, on_timer, ms, 0);
+}
+
+static void close_slow_reader(struct hf_conn *conn, enum hf_counter reason, const char *why) {
+    hf_metrics_inc(reason);
+    log_warn("closing slow reader pid=%d uid=%u: %zu bytes of answers unread; %s",
+             (int)conn->peer_pid, conn->peer_uid, conn->queued, why);
+    /* No error frame: it would wait behind what the client does not read. */
+    hf_conn_close(conn);
+}
+
+/* Past limits.max_queued_bytes (not counting connections already closing),
+ * close the connection with the most unread answers until under it again:
+ * the slowest reader goes, not whoever happened to queue the last answer. */
+static void enforce_budget(const struct hf_config *cfg) {
+    while (queues.total - queues.closing > cfg->max_queued_bytes) {
+        struct hf_conn *victim = NULL;
+        for (struct hf_conn *c = queues.head; c; c = c->q_next)
+            if (!c->closing && (!victim || c->queued > victim->queued)) victim = c;
+        if (!victim) break;
+        char why[160];
+        snprintf(why, sizeof why,
+                 "answers queued for all clients passed limits.max_queued_bytes (%u)",
+                 cfg->max_queued_bytes);
+        close_slow_reader(victim, HF_C_SLOW_READERS_BUDGET, why);
+    }
+}
 
 struct hf_conn *hf_conn_create(struct hf_daemon *d,
                                void (*on_closed)(void *owner, struct hf_conn *conn),
@@ -50,6 +186,9 @@ struct hf_conn *hf_conn_create(struct hf_daemon *d,
     conn->owner = owner;
     uv_pipe_init(d->loop, &conn->pipe, 0);
     conn->pipe.data = conn;
+    uv_timer_init(d->loop, &conn->timer);
+    conn->timer.data = conn;
+    conn->open_handles = 2;
     return conn;
 }
 
@@ -81,18 +220,24 @@ void hf_conn_start(struct hf_conn *conn) {
      * for its queued writes, then closes. */
     if (conn->closing || conn->reading || conn->close_after_write) return;
     if (uv_read_start((uv_stream_t *)&conn->pipe, on_alloc, on_read) == 0) conn->reading = true;
-    /* Frames that arrived while reading was paused. */
+    /* Frames that arrived while reading was paused; a partial frame's
+     * deadline starts over, since nothing was read meanwhile. */
     if (conn->len > 0) process_frames(conn);
+    else update_timer(conn, false);
 }
 
 void hf_conn_stop_reading(struct hf_conn *conn) {
     if (!conn->reading) return;
     uv_read_stop((uv_stream_t *)&conn->pipe);
     conn->reading = false;
+    update_timer(conn, false);
 }
 
+/* Runs for the pipe and for the timer; the second one frees. The pipe's
+ * cancelled writes have called back before its close callback. */
 static void on_closed(uv_handle_t *h) {
     struct hf_conn *conn = h->data;
+    if (--conn->open_handles > 0) return;
     if (conn->sink) conn->sink->closed(conn->sink_ctx);
     if (conn->on_closed) conn->on_closed(conn->owner, conn);
     free(conn->buf);
@@ -101,32 +246,91 @@ static void on_closed(uv_handle_t *h) {
 
 void hf_conn_close(struct hf_conn *conn) {
     if (conn->closing) return;
+    /* What libuv has not been handed is freed now; the batches it holds are
+     * cancelled in its close phase and counted off in their callbacks. */
+    size_t dropped = 0;
+    while (conn->out_head) {
+        struct out_frame *f = conn->out_head;
+        conn->out_head = f->next;
+        dropped += f->len;
+        free(f->data);
+        free(f);
+    }
+    conn->out_tail = NULL;
+    if (dropped) queue_done(conn, dropped);
     conn->closing = true;
     conn->reading = false;
+    queues.closing += conn->queued;
+    conn->timer_kind = TIMER_NONE;
+    uv_close((uv_handle_t *)&conn->timer, on_closed);
     uv_close((uv_handle_t *)&conn->pipe, on_closed);
+}
+
+static void on_write(uv_write_t *w, int status);
+
+/* Hand libuv the outbox, a batch at a time, while it keeps nothing unwritten:
+ * a client that reads gets its answers at once, one that does not leaves
+ * them here. */
+static void flush(struct hf_conn *conn) {
+    uv_stream_t *stream = (uv_stream_t *)&conn->pipe;
+    while (conn->out_head && !conn->closing && uv_stream_get_write_queue_size(stream) == 0) {
+        struct write_req *wr =
+            malloc(sizeof *wr + WRITE_BATCH_FRAMES * sizeof wr->frames[0]);
+        if (!wr) {
+            hf_conn_close(conn);
+            return;
+        }
+        uv_buf_t bufs[WRITE_BATCH_FRAMES];
+        wr->conn = conn;
+        wr->bytes = 0;
+        wr->n = 0;
+        while (conn->out_head && wr->n < WRITE_BATCH_FRAMES &&
+               (wr->n == 0 || wr->bytes + conn->out_head->len <= WRITE_BATCH_BYTES)) {
+            struct out_frame *f = conn->out_head;
+            conn->out_head = f->next;
+            if (!conn->out_head) conn->out_tail = NULL;
+            bufs[wr->n] = uv_buf_init((char *)f->data, (unsigned)f->len);
+            wr->frames[wr->n++] = f->data;
+            wr->bytes += f->len;
+            free(f);
+        }
+        if (uv_write(&wr->req, stream, bufs, wr->n, on_write) != 0) {
+            for (unsigned i = 0; i < wr->n; i++) free(wr->frames[i]);
+            queue_done(conn, wr->bytes);
+            free(wr);
+            hf_conn_close(conn);
+            return;
+        }
+    }
 }
 
 static void on_write(uv_write_t *w, int status) {
     struct write_req *wr = (struct write_req *)w;
     struct hf_conn *conn = wr->conn;
-    free(wr->frame);
+    size_t bytes = wr->bytes;
+    for (unsigned i = 0; i < wr->n; i++) free(wr->frames[i]);
     free(wr);
-    conn->pending_writes--;
+    queue_done(conn, bytes);
     if (conn->closing) return;
     if (status < 0) {
         log_debug("client connection: write failed: %s", uv_strerror(status));
         hf_conn_close(conn);
         return;
     }
-    if (conn->close_after_write && conn->pending_writes == 0) {
+    flush(conn);
+    if (conn->closing) return;
+    if (conn->close_after_write && conn->queued == 0) {
         hf_conn_close(conn);
         return;
     }
-    if (conn->paused_for_writes &&
-        uv_stream_get_write_queue_size((uv_stream_t *)&conn->pipe) < WRITE_QUEUE_RESUME) {
-        conn->paused_for_writes = false;
-        if (!conn->d->draining) hf_conn_start(conn);
+    if (conn->over_cap && conn->queued < WRITE_QUEUE_RESUME) {
+        conn->over_cap = false;
+        if (conn->paused_for_writes) {
+            conn->paused_for_writes = false;
+            if (!conn->d->draining) hf_conn_start(conn);
+        }
     }
+    update_timer(conn, false);
 }
 
 void hf_conn_send(struct hf_conn *conn, uint8_t *frame, size_t len) {
@@ -134,28 +338,31 @@ void hf_conn_send(struct hf_conn *conn, uint8_t *frame, size_t len) {
         free(frame);
         return;
     }
-    struct write_req *wr = malloc(sizeof *wr);
-    if (!wr) {
+    struct out_frame *f = malloc(sizeof *f);
+    if (!f) {
         free(frame);
         hf_conn_close(conn);
         return;
     }
-    wr->conn = conn;
-    wr->frame = frame;
-    uv_buf_t b = uv_buf_init((char *)frame, (unsigned)len);
-    if (uv_write(&wr->req, (uv_stream_t *)&conn->pipe, &b, 1, on_write) != 0) {
-        free(frame);
-        free(wr);
-        hf_conn_close(conn);
-        return;
+    f->next = NULL;
+    f->data = frame;
+    f->len = len;
+    if (conn->out_tail) conn->out_tail->next = f;
+    else conn->out_head = f;
+    conn->out_tail = f;
+    queue_add(conn, len);
+    flush(conn);
+    if (conn->closing) return;
+    if (conn->queued > WRITE_QUEUE_PAUSE) {
+        conn->over_cap = true;
+        if (conn->reading) {
+            /* The client does not read its answers: stop taking new requests. */
+            hf_conn_stop_reading(conn);
+            conn->paused_for_writes = true;
+        }
     }
-    conn->pending_writes++;
-    if (uv_stream_get_write_queue_size((uv_stream_t *)&conn->pipe) > WRITE_QUEUE_PAUSE &&
-        conn->reading) {
-        /* The client does not read its answers: stop taking new requests. */
-        hf_conn_stop_reading(conn);
-        conn->paused_for_writes = true;
-    }
+    update_timer(conn, false);
+    enforce_budget(conn->d->cfg);
 }
 
 void hf_conn_fatal(struct hf_conn *conn, hf_code code, const char *message) {
@@ -168,12 +375,13 @@ void hf_conn_fatal(struct hf_conn *conn, hf_code code, const char *message) {
     size_t len;
     uint8_t *frame = hf_frame_pack_response(&resp, &len);
     if (frame) hf_conn_send(conn, frame, len);
-    if (conn->pending_writes == 0) hf_conn_close(conn);
+    if (conn->queued == 0) hf_conn_close(conn);
 }
 
-void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid) {
+void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid, int32_t pid) {
     conn->peer_uid = uid;
     conn->peer_gid = gid;
+    conn->peer_pid = pid;
 }
 
 void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid) {
@@ -206,6 +414,41 @@ static void process_frames(struct hf_conn *conn) {
     if (off > 0 && !conn->closing) {
         memmove(conn->buf, conn->buf + off, conn->len - off);
         conn->len -= off;
+    }
+    /* A frame was taken: what is left is a new frame (its deadline starts
+     * now) or nothing (the idle time starts now). */
+    update_timer(conn, off > 0);
+}
+
+static void on_timer(uv_timer_t *t) {
+    struct hf_conn *conn = t->data;
+    enum conn_timer kind = conn->timer_kind;
+    conn->timer_kind = TIMER_NONE;
+    switch (kind) {
+    case TIMER_NONE: break;
+    case TIMER_STALL: {
+        char why[128];
+        snprintf(why, sizeof why, "%s for %u ms (limits.slow_reader_timeout_ms)",
+                 conn->close_after_write ? "its final error not read" : "not read from",
+                 conn->timer_ms);
+        close_slow_reader(conn, HF_C_SLOW_READERS_STALLED, why);
+        break;
+    }
+    case TIMER_FRAME:
+        hf_metrics_inc(HF_C_CONN_TIMEOUTS_FRAME);
+        log_warn("client connection pid=%d uid=%u: frame not complete %u ms after its first "
+                 "byte (%zu bytes of it read); closing (limits.frame_timeout_ms)",
+                 (int)conn->peer_pid, conn->peer_uid, conn->timer_ms, conn->len);
+        hf_conn_fatal(conn, HF_CODE(RESOURCE_EXHAUSTED),
+                      "frame not complete within limits.frame_timeout_ms");
+        break;
+    case TIMER_IDLE:
+        hf_metrics_inc(HF_C_CONN_TIMEOUTS_IDLE);
+        log_info("client connection pid=%d uid=%u: idle for %u ms; closing "
+                 "(limits.idle_timeout_ms)",
+                 (int)conn->peer_pid, conn->peer_uid, conn->timer_ms);
+        hf_conn_fatal(conn, HF_CODE(UNAVAILABLE), "idle connection closed (limits.idle_timeout_ms)");
+        break;
     }
 }
 

@@ -1,6 +1,17 @@
 /* conn.h - one client connection's bytes: it reads whole frames and hands
  * them to a sink, queues the frames it is given to send, and pauses reading
- * while the client does not read its answers. It knows nothing of requests. */
+ * while the client does not read its answers. It knows nothing of requests.
+ *
+ * Its limits (read from the current config when they apply):
+ * - the answers queued on all connections together are counted; past
+ *   limits.max_queued_bytes the connection with the most unread answers is
+ *   closed (a slow reader);
+ * - a connection whose unread answers stay above 8 MiB for
+ *   limits.slow_reader_timeout_ms, or that does not read its final error in
+ *   that time, is closed (a slow reader);
+ * - a frame must be complete limits.frame_timeout_ms after its first byte;
+ * - with limits.idle_timeout_ms, a connection with nothing to do (no partial
+ *   frame, nothing queued, nothing pending in the sink) is closed. */
 #ifndef HF_CONN_H
 #define HF_CONN_H
 
@@ -19,6 +30,9 @@ struct hf_conn_sink {
     void (*frame)(void *ctx, const uint8_t *payload, size_t len);
     /* The connection has closed; nothing is called after this. */
     void (*closed)(void *ctx);
+    /* Work the sink still has for this connection (requests in flight); the
+     * idle timeout waits while it is not 0. NULL: never any. */
+    unsigned (*pending)(void *ctx);
 };
 
 /* A connection on the loop, not yet accepted into; on_closed(owner, conn)
@@ -38,8 +52,16 @@ void hf_conn_fatal(struct hf_conn *conn, hf_code code, const char *message);
 void hf_conn_stop_reading(struct hf_conn *conn);
 void hf_conn_close(struct hf_conn *conn);
 
-/* The peer's credentials (SO_PEERCRED), recorded at accept. */
-void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid);
+/* The peer's credentials (SO_PEERCRED), recorded at accept; the pid is for
+ * log lines only. */
+void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid, int32_t pid);
 void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid);
+
+/* Answer bytes this connection has queued whose write has not completed. */
+size_t hf_conn_queued(const struct hf_conn *conn);
+/* The same over every connection of the process (holdfast_client_queued_bytes):
+ * bytes are added when queued and taken off in the write's callback, which
+ * also runs for writes cancelled by a close. */
+size_t hf_conn_queued_total(void);
 
 #endif

@@ -85,7 +85,9 @@ static void sink_frame(void *client, const uint8_t *payload, size_t len) {
 
 static void sink_closed(void *client) { hf_client_gone(client); }
 
-static const struct hf_conn_sink client_sink = {sink_frame, sink_closed};
+static unsigned sink_pending(void *client) { return hf_client_in_flight(client); }
+
+static const struct hf_conn_sink client_sink = {sink_frame, sink_closed, sink_pending};
 
 static void on_accept(void *ud, struct hf_conn *conn) {
     struct app *app = ud;

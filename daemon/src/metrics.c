@@ -51,6 +51,10 @@ static const struct {
     [HF_C_REDIS_MOVED] = {"holdfast_redis_redirects_total{kind=\"moved\"}", "Redis Cluster redirections followed (MOVED: slot owner changed; ASK: slot migrating)."},
     [HF_C_REDIS_ASK] = {"holdfast_redis_redirects_total{kind=\"ask\"}", NULL},
     [HF_C_REDIS_CLUSTER_REFRESHES] = {"holdfast_redis_cluster_slot_refreshes_total", "Redis Cluster slot maps fetched (CLUSTER SLOTS)."},
+    [HF_C_SLOW_READERS_BUDGET] = {"holdfast_slow_readers_closed_total{reason=\"budget\"}", "Client connections closed for not reading their answers (budget: limits.max_queued_bytes reached; stalled: above 8 MiB for limits.slow_reader_timeout_ms)."},
+    [HF_C_SLOW_READERS_STALLED] = {"holdfast_slow_readers_closed_total{reason=\"stalled\"}", NULL},
+    [HF_C_CONN_TIMEOUTS_FRAME] = {"holdfast_connections_timed_out_total{reason=\"frame\"}", "Client connections closed by a timeout (frame: limits.frame_timeout_ms; idle: limits.idle_timeout_ms)."},
+    [HF_C_CONN_TIMEOUTS_IDLE] = {"holdfast_connections_timed_out_total{reason=\"idle\"}", NULL},
 };
 
 static const struct {
@@ -64,6 +68,7 @@ static const struct {
     [HF_G_PG_CONNECTED] = {"holdfast_postgres_pool_connected", "PostgreSQL pool connections that are ready."},
     [HF_G_PG_POOL_SIZE] = {"holdfast_postgres_pool_size", "Configured PostgreSQL pool size."},
     [HF_G_REDIS_CLUSTER_NODES] = {"holdfast_redis_cluster_nodes", "Primaries in the Redis Cluster slot map (0 when not in cluster mode)."},
+    [HF_G_QUEUED_BYTES] = {"holdfast_client_queued_bytes", "Answer bytes queued for all client connections, not yet written (limits.max_queued_bytes bounds it)."},
 };
 
 void hf_metrics_set_ops(const struct hf_op_table *ops) {

@@ -32,6 +32,10 @@ enum hf_counter {
     HF_C_REDIS_MOVED,   /* these two render as one family with a kind label */
     HF_C_REDIS_ASK,
     HF_C_REDIS_CLUSTER_REFRESHES,
+    HF_C_SLOW_READERS_BUDGET, /* these two render as one family with a reason label */
+    HF_C_SLOW_READERS_STALLED,
+    HF_C_CONN_TIMEOUTS_FRAME, /* and these two */
+    HF_C_CONN_TIMEOUTS_IDLE,
     HF_C__COUNT
 };
 
@@ -43,6 +47,7 @@ enum hf_gauge {
     HF_G_PG_CONNECTED,
     HF_G_PG_POOL_SIZE,
     HF_G_REDIS_CLUSTER_NODES,
+    HF_G_QUEUED_BYTES,
     HF_G__COUNT
 };
 

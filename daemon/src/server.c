@@ -1,6 +1,7 @@
 /* server.c - listens on the Unix socket and admits clients: the socket file's
  * mode and group are the first gate, SO_PEERCRED against the allow lists the
- * second, limits.max_connections the third. */
+ * second, limits.max_connections the third, limits.max_connections_per_uid
+ * (its count of connections per peer uid) the fourth. */
 #include "server.h"
 
 #include <errno.h>
@@ -21,6 +22,15 @@ struct entry {
     struct hf_server *srv;
     struct hf_conn *conn;
     struct entry *prev, *next;
+    uint32_t uid;
+    bool uid_counted; /* in srv->uids */
+};
+
+/* Open connections of one peer uid. Few distinct uids talk to one daemon,
+ * so a short array searched in order serves. */
+struct uid_count {
+    uint32_t uid;
+    unsigned n;
 };
 
 struct hf_server {
@@ -29,6 +39,8 @@ struct hf_server {
     hf_server_accept_fn *on_accept;
     void *ud;
     struct entry *conns;
+    struct uid_count *uids;
+    size_t n_uids, cap_uids;
     bool listening;
     bool listener_closed;
     bool closing;
@@ -39,14 +51,39 @@ struct hf_server {
  * callbacks of connections still reach the server's list. */
 static void maybe_free(struct hf_server *srv) {
     if (!srv->closing || !srv->listener_closed || srv->conns) return;
+    free(srv->uids);
     free(srv->bound_path);
     free(srv);
+}
+
+/* The uid's count after adding one; 0 when out of memory. */
+static unsigned uid_add(struct hf_server *srv, uint32_t uid) {
+    for (size_t i = 0; i < srv->n_uids; i++)
+        if (srv->uids[i].uid == uid) return ++srv->uids[i].n;
+    if (srv->n_uids == srv->cap_uids) {
+        size_t cap = srv->cap_uids ? srv->cap_uids * 2 : 8;
+        struct uid_count *grown = realloc(srv->uids, cap * sizeof *grown);
+        if (!grown) return 0;
+        srv->uids = grown;
+        srv->cap_uids = cap;
+    }
+    srv->uids[srv->n_uids++] = (struct uid_count){uid, 1};
+    return 1;
+}
+
+static void uid_remove(struct hf_server *srv, uint32_t uid) {
+    for (size_t i = 0; i < srv->n_uids; i++) {
+        if (srv->uids[i].uid != uid) continue;
+        if (--srv->uids[i].n == 0) srv->uids[i] = srv->uids[--srv->n_uids];
+        return;
+    }
 }
 
 static void on_conn_closed(void *owner, struct hf_conn *conn) {
     (void)conn;
     struct entry *e = owner;
     struct hf_server *srv = e->srv;
+    if (e->uid_counted) uid_remove(srv, e->uid);
     if (e->prev) e->prev->next = e->next;
     else srv->conns = e->next;
     if (e->next) e->next->prev = e->prev;
@@ -56,7 +93,7 @@ static void on_conn_closed(void *owner, struct hf_conn *conn) {
     maybe_free(srv);
 }
 
-static struct hf_conn *add_conn(struct hf_server *srv) {
+static struct entry *add_conn(struct hf_server *srv) {
     struct entry *e = calloc(1, sizeof *e);
     if (!e) return NULL;
     e->conn = hf_conn_create(srv->d, on_conn_closed, e);
@@ -70,7 +107,7 @@ static struct hf_conn *add_conn(struct hf_server *srv) {
     srv->conns = e;
     srv->d->connections++;
     hf_metrics_gauge_set(HF_G_CONNECTIONS, srv->d->connections);
-    return e->conn;
+    return e;
 }
 
 static bool id_allowed(const uint32_t *list, size_t n, uint32_t id) {
@@ -95,11 +132,12 @@ static void on_connection(uv_stream_t *listener, int status) {
         log_warn("accept: %s", uv_strerror(status));
         return;
     }
-    struct hf_conn *conn = add_conn(srv);
-    if (!conn) {
+    struct entry *e = add_conn(srv);
+    if (!e) {
         log_error("accept: out of memory");
         return;
     }
+    struct hf_conn *conn = e->conn;
     if (uv_accept(listener, hf_conn_stream(conn)) != 0) {
         hf_conn_close(conn);
         return;
@@ -108,7 +146,7 @@ static void on_connection(uv_stream_t *listener, int status) {
     uv_fileno((uv_handle_t *)hf_conn_stream(conn), &fd);
     struct ucred cred = {0};
     bool allowed = peer_allowed(d->cfg, fd, &cred);
-    hf_conn_set_peer(conn, cred.uid, cred.gid);
+    hf_conn_set_peer(conn, cred.uid, cred.gid, (int32_t)cred.pid);
     if (!allowed) {
         hf_metrics_inc(HF_C_CONNECTIONS_REJECTED);
         log_warn("accept: peer pid=%d uid=%u gid=%u not in socket.allow_uids/allow_gids",
@@ -122,6 +160,25 @@ static void on_connection(uv_stream_t *listener, int status) {
         log_warn("accept: limits.max_connections (%u) reached", d->cfg->max_connections);
         hf_conn_fatal(conn, HF_CODE(RESOURCE_EXHAUSTED),
                       "too many connections");
+        return;
+    }
+    /* Counted from here until it closes, also when refused just below, as
+     * the total counts a refused connection until its answer is out. */
+    unsigned per_uid = uid_add(srv, cred.uid);
+    e->uid = cred.uid;
+    e->uid_counted = per_uid > 0;
+    if (per_uid == 0) {
+        log_error("accept: out of memory");
+        hf_conn_fatal(conn, HF_CODE(RESOURCE_EXHAUSTED), "out of memory");
+        return;
+    }
+    uint32_t uid_limit = d->cfg->max_connections_per_uid;
+    if (uid_limit && per_uid > uid_limit) {
+        hf_metrics_inc(HF_C_CONNECTIONS_REJECTED);
+        log_warn("accept: peer pid=%d uid=%u: limits.max_connections_per_uid (%u) reached",
+                 (int)cred.pid, cred.uid, uid_limit);
+        hf_conn_fatal(conn, HF_CODE(RESOURCE_EXHAUSTED),
+                      "too many connections for this uid");
         return;
     }
     hf_metrics_inc(HF_C_CONNECTIONS_ACCEPTED);

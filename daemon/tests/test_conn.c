@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -42,6 +43,7 @@ struct fx {
     char events[16];
     size_t n_events;
     size_t answer_bytes; /* the sink answers each frame with this many bytes */
+    unsigned pending;    /* what the sink says it still has in flight */
     uint8_t *frames[MAX_FRAMES];
     size_t frame_len[MAX_FRAMES];
     size_t n_frames;
@@ -76,7 +78,9 @@ static void sink_frame(void *ctx, const uint8_t *payload, size_t len) {
 
 static void sink_closed(void *ctx) { event(ctx, 'c'); }
 
-static const struct hf_conn_sink recording_sink = {sink_frame, sink_closed};
+static unsigned sink_pending(void *ctx) { return ((struct fx *)ctx)->pending; }
+
+static const struct hf_conn_sink recording_sink = {sink_frame, sink_closed, sink_pending};
 
 static void owner_closed(void *owner, struct hf_conn *conn) {
     struct fx *fx = owner;
@@ -144,6 +148,44 @@ static int unread(struct fx *fx) {
         assert_true(cond);                                    \
     } while (0)
 
+static uint64_t now_ms(void) { return uv_hrtime() / 1000000u; }
+
+/* Let the loop run, timers included, for up to `ms` of wall time until cond
+ * holds; the client reads meanwhile (WAIT_UNTIL) or does not (..._UNREAD). */
+#define WAIT_UNTIL_(fx, ms, cond, step)                                           \
+    do {                                                                       \
+        for (uint64_t end_ = now_ms() + (ms); !(cond) && now_ms() < end_;) {   \
+            step;                                                              \
+            usleep(1000);                                                      \
+        }                                                                      \
+        assert_true(cond);                                                     \
+    } while (0)
+#define WAIT_UNTIL(fx, ms, cond) WAIT_UNTIL_(fx, ms, cond, pump(fx))
+#define WAIT_UNTIL_UNREAD(fx, ms, cond) \
+    WAIT_UNTIL_(fx, ms, cond, uv_run(&(fx)->loop, UV_RUN_NOWAIT))
+
+/* The loop runs for `ms` of wall time, the client reading (or not). */
+static void run_for(struct fx *fx, unsigned ms, bool read) {
+    for (uint64_t end = now_ms() + ms; now_ms() < end;) {
+        uv_run(&fx->loop, UV_RUN_NOWAIT);
+        if (read) peer_read(fx);
+        usleep(1000);
+    }
+}
+
+/* The connection reads its limits from the daemon's current config at use
+ * time: swap in one with these limits (a reload). */
+static void use_limits(struct fx *fx, const char *limits) {
+    char text[512], err[512];
+    snprintf(text, sizeof text,
+             "return { namespaces = { seat = {} }, limits = { max_frame_bytes = 1024, %s } }",
+             limits);
+    struct hf_config *cfg = hf_config_load_string("test.lua", text, err, sizeof err);
+    if (!cfg) fail_msg("config: %s", err);
+    hf_config_unref(fx->d.cfg);
+    fx->d.cfg = cfg;
+}
+
 /* The client writes all of p (small amounts fit the socket buffer). */
 static void peer_write(struct fx *fx, const void *p, size_t len) {
     ssize_t n = send(fx->fds[1], p, len, MSG_NOSIGNAL);
@@ -191,6 +233,10 @@ static unsigned long long metric(const char *series) {
 /* ---- fixture ---- */
 
 static int setup(void **state) {
+    if (hf_conn_queued_total() != 0) {
+        fprintf(stderr, "setup: %zu bytes still counted as queued\n", hf_conn_queued_total());
+        return -1;
+    }
     struct fx *fx = calloc(1, sizeof *fx);
     if (!fx) return -1;
     *state = fx;
@@ -224,6 +270,12 @@ static int teardown(void **state) {
         memchr(fx->events, 'c', n - 2) || memchr(fx->events, 'o', n - 2)) {
         fprintf(stderr, "teardown: events \"%.*s\", want one 'c' then one 'o' last\n", (int)n,
                 fx->events);
+        rc = -1;
+    }
+    /* Every queued byte was counted off, cancelled writes included. */
+    if (hf_conn_queued_total() != 0) {
+        fprintf(stderr, "teardown: %zu bytes still counted as queued\n",
+                hf_conn_queued_total());
         rc = -1;
     }
     int closed = uv_loop_close(&fx->loop);
@@ -463,6 +515,252 @@ static void frames_read_before_a_pause_are_delivered_on_resume(void **state) {
     assert_frame(fx, 1, "two", 3);
 }
 
+/* ---- limits: the frame timeout, the idle timeout, slow readers ---- */
+
+/* The client's end is at EOF and what it read is one error (id 0) with this
+ * code whose message names `what`. */
+static void assert_answered_then_closed(struct fx *fx, hf_code code, const char *what) {
+    size_t off = 0;
+    hf_response_msg *r = peer_response(fx, &off);
+    assert_int_equal(r->id, 0);
+    assert_int_equal(r->code, code);
+    if (!strstr(r->message, what)) fail_msg("message \"%s\" lacks %s", r->message, what);
+    hf_response_msg_free(r);
+    assert_int_equal(off, fx->peer_len);
+    assert_true(fx->peer_eof);
+}
+
+static void a_partial_frame_times_out(void **state) {
+    struct fx *fx = *state;
+    use_limits(fx, "frame_timeout_ms = 50");
+    unsigned long long timed_out =
+        metric("holdfast_connections_timed_out_total{reason=\"frame\"}");
+    static const uint8_t three[3] = {0, 0, 0};
+    uint64_t started = now_ms();
+    peer_write(fx, three, sizeof three);
+    WAIT_UNTIL(fx, 2000, fx->peer_eof);
+    assert_true(now_ms() - started >= 45);
+    assert_answered_then_closed(fx, HF_CODE(RESOURCE_EXHAUSTED), "limits.frame_timeout_ms");
+    WAIT_UNTIL(fx, 1000, fx->conn == NULL);
+    assert_string_equal(fx->events, "co");
+    assert_int_equal(metric("holdfast_connections_timed_out_total{reason=\"frame\"}"),
+                     timed_out + 1);
+}
+
+/* The deadline runs from the frame's first byte: more bytes do not extend
+ * it (a client dripping a byte at a time is still cut off). */
+static void a_dripped_frame_times_out_from_its_first_byte(void **state) {
+    struct fx *fx = *state;
+    use_limits(fx, "frame_timeout_ms = 100");
+    uint8_t frame[HF_FRAME_HEADER + 40];
+    put_frame(frame, "0123456789012345678901234567890123456789", 40);
+    uint64_t started = now_ms();
+    size_t sent = 0;
+    while (sent < sizeof frame && !fx->peer_eof) {
+        peer_write(fx, frame + sent++, 1);
+        run_for(fx, 10, true); /* 44 bytes: 440 ms in all, if nobody stops it */
+    }
+    WAIT_UNTIL(fx, 2000, fx->peer_eof);
+    uint64_t took = now_ms() - started;
+    assert_true(sent < sizeof frame);
+    if (took < 95 || took > 300) fail_msg("closed after %llu ms", (unsigned long long)took);
+    assert_answered_then_closed(fx, HF_CODE(RESOURCE_EXHAUSTED), "limits.frame_timeout_ms");
+    assert_int_equal(fx->n_frames, 0);
+}
+
+/* Each frame gets its own deadline: frames that are each complete in time
+ * pass, however long the client keeps sending. */
+static void frames_complete_in_time_never_time_out(void **state) {
+    struct fx *fx = *state;
+    use_limits(fx, "frame_timeout_ms = 60");
+    uint8_t frame[HF_FRAME_HEADER + 5];
+    put_frame(frame, "hello", 5);
+    for (int i = 0; i < 6; i++) { /* 6 x 40 ms, four times the timeout */
+        peer_write(fx, frame, 3);
+        run_for(fx, 20, true);
+        peer_write(fx, frame + 3, sizeof frame - 3);
+        run_for(fx, 20, true);
+    }
+    assert_int_equal(fx->n_frames, 6);
+    /* Silence after whole frames is not a partial frame. */
+    run_for(fx, 120, true);
+    assert_non_null(fx->conn);
+    assert_false(fx->peer_eof);
+    assert_string_equal(fx->events, "ffffff");
+}
+
+static void an_idle_connection_is_closed_only_when_idle_timeout_is_set(void **state) {
+    struct fx *fx = *state;
+    use_limits(fx, "frame_timeout_ms = 20"); /* idle_timeout_ms: 0, off */
+    run_for(fx, 100, true);
+    assert_non_null(fx->conn);
+    assert_false(fx->peer_eof);
+
+    /* Set by a reload, it applies from the connection's next activity. */
+    use_limits(fx, "idle_timeout_ms = 50");
+    unsigned long long idle = metric("holdfast_connections_timed_out_total{reason=\"idle\"}");
+    uint8_t frame[HF_FRAME_HEADER + 2];
+    put_frame(frame, "hi", 2);
+    peer_write(fx, frame, sizeof frame);
+    uint64_t started = now_ms();
+    WAIT_UNTIL(fx, 2000, fx->peer_eof);
+    assert_true(now_ms() - started >= 45);
+    assert_answered_then_closed(fx, HF_CODE(UNAVAILABLE), "limits.idle_timeout_ms");
+    WAIT_UNTIL(fx, 1000, fx->conn == NULL);
+    assert_string_equal(fx->events, "fco");
+    assert_int_equal(metric("holdfast_connections_timed_out_total{reason=\"idle\"}"), idle + 1);
+}
+
+/* A connection waiting for answers (requests in flight in the sink) is not
+ * idle; once its last answer is written the idle time starts. */
+static void a_connection_with_requests_in_flight_is_not_idle(void **state) {
+    struct fx *fx = *state;
+    use_limits(fx, "idle_timeout_ms = 40");
+    uint8_t frame[HF_FRAME_HEADER + 2];
+    put_frame(frame, "hi", 2);
+    fx->pending = 1; /* the request the frame starts */
+    peer_write(fx, frame, sizeof frame);
+    run_for(fx, 150, true);
+    assert_non_null(fx->conn);
+    assert_false(fx->peer_eof);
+    assert_string_equal(fx->events, "f");
+
+    /* Its answer: as the request layer does, the request is done first. */
+    fx->pending = 0;
+    static const uint8_t answer[HF_FRAME_HEADER] = {0, 0, 0, 0};
+    uint8_t *copy = malloc(sizeof answer);
+    assert_non_null(copy);
+    memcpy(copy, answer, sizeof answer);
+    hf_conn_send(fx->conn, copy, sizeof answer);
+    uint64_t sent = now_ms();
+    WAIT_UNTIL(fx, 2000, fx->peer_eof);
+    assert_true(now_ms() - sent >= 35);
+    size_t off = HF_FRAME_HEADER; /* the empty answer, then the error */
+    hf_response_msg *r = peer_response(fx, &off);
+    assert_int_equal(r->code, HF_CODE(UNAVAILABLE));
+    hf_response_msg_free(r);
+}
+
+static void queued_bytes_are_counted_until_written(void **state) {
+    struct fx *fx = *state;
+    static const size_t sizes[] = {100, 1u << 20, 3u << 20, 7};
+    size_t sum = 0;
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint8_t *frame = calloc(1, sizes[i]);
+        assert_non_null(frame);
+        hf_conn_send(fx->conn, frame, sizes[i]);
+        sum += sizes[i];
+        assert_int_equal(hf_conn_queued(fx->conn), sum);
+        assert_int_equal(hf_conn_queued_total(), sum);
+    }
+    assert_int_equal(hf_metrics_gauge(HF_G_QUEUED_BYTES), (int64_t)sum);
+    /* Whatever the kernel took is counted until its write callback. */
+    for (int i = 0; i < 10; i++) uv_run(&fx->loop, UV_RUN_NOWAIT);
+    assert_true(hf_conn_queued(fx->conn) > 3u << 20);
+    RUN_UNTIL(fx, fx->peer_len == sum && hf_conn_queued(fx->conn) == 0);
+    assert_int_equal(hf_conn_queued_total(), 0);
+    assert_int_equal(hf_metrics_gauge(HF_G_QUEUED_BYTES), 0);
+}
+
+/* Closing frees what libuv was not handed yet at once; the rest is counted
+ * off by the cancelled writes' callbacks. */
+static void a_closing_connection_gives_its_queued_bytes_back(void **state) {
+    struct fx *fx = *state;
+    for (int i = 0; i < 64; i++) { /* 4 MiB the client does not read */
+        uint8_t *frame = calloc(1, 64u << 10);
+        assert_non_null(frame);
+        hf_conn_send(fx->conn, frame, 64u << 10);
+    }
+    for (int i = 0; i < 10; i++) uv_run(&fx->loop, UV_RUN_NOWAIT);
+    size_t before = hf_conn_queued_total();
+    assert_true(before > 3u << 20);
+    hf_conn_close(fx->conn);
+    size_t after = hf_conn_queued_total();
+    if (after > 1u << 20) fail_msg("still %zu of %zu bytes queued after close", after, before);
+    WAIT_UNTIL_UNREAD(fx, 1000, fx->conn == NULL);
+    assert_int_equal(hf_conn_queued_total(), 0);
+    assert_string_equal(fx->events, "co");
+}
+
+static void a_queue_stuck_over_its_cap_is_closed(void **state) {
+    struct fx *fx = *state;
+    use_limits(fx, "slow_reader_timeout_ms = 50");
+    unsigned long long stalled =
+        metric("holdfast_slow_readers_closed_total{reason=\"stalled\"}");
+    uint8_t *big = calloc(1, BIG_ANSWER);
+    assert_non_null(big);
+    uint64_t started = now_ms();
+    hf_conn_send(fx->conn, big, BIG_ANSWER);
+    WAIT_UNTIL_UNREAD(fx, 2000, fx->conn == NULL);
+    assert_true(now_ms() - started >= 45);
+    assert_string_equal(fx->events, "co");
+    assert_int_equal(metric("holdfast_slow_readers_closed_total{reason=\"stalled\"}"),
+                     stalled + 1);
+    assert_int_equal(hf_conn_queued_total(), 0);
+}
+
+static void a_reader_that_catches_up_is_not_closed(void **state) {
+    struct fx *fx = *state;
+    use_limits(fx, "slow_reader_timeout_ms = 300");
+    uint8_t *big = calloc(1, BIG_ANSWER);
+    assert_non_null(big);
+    hf_conn_send(fx->conn, big, BIG_ANSWER);
+    RUN_UNTIL(fx, fx->peer_len == BIG_ANSWER);
+    run_for(fx, 400, true);
+    assert_non_null(fx->conn);
+    assert_false(fx->peer_eof);
+}
+
+/* A second connection on its own socketpair, with no sink. */
+struct other {
+    int fds[2];
+    struct hf_conn *conn;
+};
+
+static void other_closed(void *owner, struct hf_conn *conn) {
+    struct other *o = owner;
+    assert_ptr_equal(conn, o->conn);
+    o->conn = NULL;
+}
+
+static void the_budget_closes_the_slowest_reader_not_the_sender(void **state) {
+    struct fx *fx = *state;
+    use_limits(fx, "max_queued_bytes = 1048576"); /* 1 MiB */
+    unsigned long long budget = metric("holdfast_slow_readers_closed_total{reason=\"budget\"}");
+    struct other b = {{-1, -1}, NULL};
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, b.fds), 0);
+    b.conn = hf_conn_create(&fx->d, other_closed, &b);
+    assert_non_null(b.conn);
+    assert_int_equal(uv_pipe_open((uv_pipe_t *)hf_conn_stream(b.conn), b.fds[0]), 0);
+
+    /* The fixture's connection: 1000 KiB its client does not read. */
+    for (int i = 0; i < 10; i++) {
+        uint8_t *frame = calloc(1, 100u << 10);
+        assert_non_null(frame);
+        hf_conn_send(fx->conn, frame, 100u << 10);
+    }
+    for (int i = 0; i < 10; i++) uv_run(&fx->loop, UV_RUN_NOWAIT);
+    assert_non_null(fx->conn);
+    size_t slow = hf_conn_queued(fx->conn);
+    assert_true(slow > 600u << 10);
+
+    /* B's answer passes the budget: the slowest reader goes, B stays. */
+    uint8_t *frame = calloc(1, 400u << 10);
+    assert_non_null(frame);
+    hf_conn_send(b.conn, frame, 400u << 10);
+    assert_int_equal(metric("holdfast_slow_readers_closed_total{reason=\"budget\"}"),
+                     budget + 1);
+    WAIT_UNTIL_UNREAD(fx, 1000, fx->conn == NULL);
+    assert_string_equal(fx->events, "co");
+    assert_non_null(b.conn);
+    assert_true(hf_conn_queued(b.conn) > 0);
+    assert_int_equal(hf_conn_queued_total(), hf_conn_queued(b.conn));
+
+    hf_conn_close(b.conn);
+    WAIT_UNTIL_UNREAD(fx, 1000, b.conn == NULL);
+    close(b.fds[1]);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
@@ -477,6 +775,16 @@ int main(void) {
         T(a_client_that_does_not_read_its_answers_is_not_read_from),
         T(frames_read_before_a_pause_are_delivered_on_resume),
         T(fatal_stays_deaf_even_if_started_again),
+        T(a_partial_frame_times_out),
+        T(a_dripped_frame_times_out_from_its_first_byte),
+        T(frames_complete_in_time_never_time_out),
+        T(an_idle_connection_is_closed_only_when_idle_timeout_is_set),
+        T(a_connection_with_requests_in_flight_is_not_idle),
+        T(queued_bytes_are_counted_until_written),
+        T(a_closing_connection_gives_its_queued_bytes_back),
+        T(a_queue_stuck_over_its_cap_is_closed),
+        T(a_reader_that_catches_up_is_not_closed),
+        T(the_budget_closes_the_slowest_reader_not_the_sender),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }
