@@ -18,7 +18,7 @@
 #define PG_GRACE_MS 1000
 /* Lock waits inside the SQL functions give up this long before the
  * request's deadline, so a blocked confirm ends with a clean rollback. */
-#define LOCK_MARGIN_MS 50
+#define LOCK_MARGIN_MS 150
 /* The Redis update after a commit must finish before the request's deadline
  * (or the answer would be DEADLINE_EXCEEDED for a committed confirm). */
 #define AFTER_RESERVE_MS 10

@@ -214,10 +214,8 @@ static int bind_path(struct hf_server *srv, const struct hf_config *cfg) {
         log_error("listen %s: %s", path, uv_strerror(rc));
         return rc;
     }
-    if (chmod(path, (mode_t)cfg->socket_mode) != 0) {
-        log_error("chmod %s: %s", path, strerror(errno));
-        return -errno;
-    }
+    /* The group first, while the file is still owner-only: the mode then
+     * opens it to that group and never, for a moment, to the old one. */
     if (cfg->socket_group) {
         struct group *g = getgrnam(cfg->socket_group);
         if (!g) {
@@ -228,6 +226,10 @@ static int bind_path(struct hf_server *srv, const struct hf_config *cfg) {
             log_error("chown %s to group %s: %s", path, cfg->socket_group, strerror(errno));
             return -errno;
         }
+    }
+    if (chmod(path, (mode_t)cfg->socket_mode) != 0) {
+        log_error("chmod %s: %s", path, strerror(errno));
+        return -errno;
     }
     return 0;
 }

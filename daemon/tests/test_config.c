@@ -141,6 +141,11 @@ static const struct {
     {"limits.max_timeout_ms", "", "limits = { max_timeout_ms = 40000 }", false},
     {"limits.min_timeout_ms", "", "limits = { min_timeout_ms = 20 }", false},
     {"limits.drain_timeout_ms", "", "limits = { drain_timeout_ms = 0 }", false},
+    {"limits.max_connections_per_uid", "", "limits = { max_connections_per_uid = 0 }", false},
+    {"limits.max_queued_bytes", "", "limits = { max_queued_bytes = 1048576 }", false},
+    {"limits.slow_reader_timeout_ms", "", "limits = { slow_reader_timeout_ms = 100 }", false},
+    {"limits.frame_timeout_ms", "", "limits = { frame_timeout_ms = 100 }", false},
+    {"limits.idle_timeout_ms", "", "limits = { idle_timeout_ms = 100 }", false},
     {"log.level", "", "log = { level = 'debug' }", false},
     {"log.fingerprint_key", "", "log = { fingerprint_key = 'k' }", false},
 };
