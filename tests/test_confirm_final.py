@@ -31,6 +31,7 @@ ordinary case, where attempt 1 is rolled back and HOLD_LOST is the answer.
 Definite answers: OK, HOLD_LOST, CONFIRMED, CONFLICT, STALE,
 IDEMPOTENCY_MISMATCH. DEADLINE_EXCEEDED and UNAVAILABLE are not (a retry with
 the same key is safe)."""
+import os
 import signal
 
 import pytest
@@ -54,9 +55,18 @@ PART = "final"
 SEAT = "s1"
 KEY = "K"
 REF = "order-1"
-ATTEMPT1_MS = 6000  # longer than steps 4-6 take even on a loaded machine
+# Longer than steps 4-6 take (stopping a daemon, starting another) even on
+# a loaded machine, and under valgrind (HOLDFASTD_WRAPPER), which starts a
+# daemon in seconds. Only a failing test waits for it.
+ATTEMPT1_MS = 20000 if os.environ.get("HOLDFASTD_WRAPPER") else 6000
 ATTEMPT2_MS = 1000
 DRAIN_MS = 300      # < ATTEMPT1_MS: the drain gives up on attempt 1
+
+
+def pg_config(db, proxy=None):
+    """Attempt 1 must be ended by its own deadline (lock_timeout), not by the
+    connection's statement_timeout (2 s by default)."""
+    return db.config(statement_timeout_ms=ATTEMPT1_MS + 5000, proxy=proxy)
 
 
 @pytest.fixture
@@ -159,7 +169,7 @@ def test_a_confirms_answer_is_final(pgdb, pgproxy, make_daemon, redis, caller, l
     ns = "brief" if lost == "ttl" else "seat"
     dies = caller != "client_closes"
     d1 = make_daemon(namespaces=NAMESPACES,
-                     top_extra=pgdb.config(proxy=pgproxy if dies else None),
+                     top_extra=pg_config(pgdb, pgproxy if dies else None),
                      limits="drain_timeout_ms = %d," % DRAIN_MS if dies else "")
     answers = []  # (attempt, code, replayed)
 
@@ -180,7 +190,7 @@ def test_a_confirms_answer_is_final(pgdb, pgproxy, make_daemon, redis, caller, l
             kill_daemon(d1, caller)
         # 5. the hold leaves Redis.
         lose_hold(redis, ns, lost)
-        d2 = make_daemon(namespaces=NAMESPACES, top_extra=pgdb.config()) if dies else d1
+        d2 = make_daemon(namespaces=NAMESPACES, top_extra=pg_config(pgdb)) if dies else d1
         d2.wait_ready()
         assert still_blocked(pgdb, pid1), "attempt 1 ended before attempt 2 was sent"
 
@@ -227,7 +237,7 @@ def test_a_confirms_answer_is_final(pgdb, pgproxy, make_daemon, redis, caller, l
 def test_attempt_2_waits_for_attempt_1_and_replays_it(pgdb, make_daemon, redis, blocker_ends):
     """Attempt 2 with a deadline long enough: it waits on the key that
     attempt 1 bound, and answers attempt 1's result once that commits."""
-    d = make_daemon(namespaces=NAMESPACES, top_extra=pgdb.config())
+    d = make_daemon(namespaces=NAMESPACES, top_extra=pg_config(pgdb))
     answers = []
     c1 = Client(d.socket)
     token, fence = hold_token(c1, "seat", PART, [SEAT])
@@ -264,7 +274,7 @@ def test_attempt_ended_with_the_daemon_is_hold_lost_for_good(pgdb, make_daemon, 
     notices (client_connection_check_interval) and rolls attempt 1 back.
     The key was never answered: attempt 2 binds it to HOLD_LOST, and that
     stays K's answer after the blocker goes away and the seat is free."""
-    d1 = make_daemon(namespaces=NAMESPACES, top_extra=pgdb.config(),
+    d1 = make_daemon(namespaces=NAMESPACES, top_extra=pg_config(pgdb),
                      limits="drain_timeout_ms = %d," % DRAIN_MS)
     answers = []
     c1 = Client(d1.socket)
@@ -280,7 +290,7 @@ def test_attempt_ended_with_the_daemon_is_hold_lost_for_good(pgdb, make_daemon, 
                  what="attempt 1's server process to end with the daemon")
         assert pgdb.idempotency("seat", KEY) == []
         redis.cmd("FLUSHALL")
-        d2 = make_daemon(namespaces=NAMESPACES, top_extra=pgdb.config())
+        d2 = make_daemon(namespaces=NAMESPACES, top_extra=pg_config(pgdb))
         with Client(d2.socket) as c2:
             r = confirm(c2, "seat", PART, [SEAT], token, KEY, REF, timeout_ms=ATTEMPT2_MS,
                         correlation_id="attempt-2")
@@ -304,7 +314,7 @@ def test_attempt_ended_with_the_daemon_is_hold_lost_for_good(pgdb, make_daemon, 
 def test_hold_lost_is_final(pgdb, make_daemon, redis):
     """After HOLD_LOST for K, a fresh hold and a confirm with K answer
     HOLD_LOST again (replayed) and claim nothing; a new key claims the seat."""
-    d = make_daemon(namespaces=NAMESPACES, top_extra=pgdb.config())
+    d = make_daemon(namespaces=NAMESPACES, top_extra=pg_config(pgdb))
     answers = []
     with Client(d.socket) as c:
         token, fence = hold_token(c, "seat", PART, [SEAT], ttl_ms=50)
