@@ -14,6 +14,10 @@ Faults (start, then heal):
   daemon_kill      SIGKILL holdfastd ... start it again
   daemon_term      SIGTERM holdfastd (drain shorter than the requests'
                    deadlines), wait for its exit (must be 0) ... start it again
+  daemon_vanish    SIGKILL holdfastd as if its host vanished: its PostgreSQL
+                   connections (through a PgProxy) linger, so the server
+                   processes run their statements on (and commit, if they
+                   get that far) ... start it again
 and, from a thread of their own, row locks (RowLocker): a session holding an
 uncommitted claim row or a fence row lock on a seat for a few hundred ms.
 """
@@ -43,6 +47,7 @@ FAULTS = {
     "pg_immediate": (1.0, "pg"),
     "daemon_kill": (2.0, "daemon"),
     "daemon_term": (1.5, "daemon"),
+    "daemon_vanish": (1.5, "daemon"),
 }
 
 
@@ -65,6 +70,8 @@ class System:
         self.events = []     # (t, text): what the nemesis did
         self.problems = []   # what must fail the test besides the checker
         self.cluster = None
+        self.proxy = None
+        self.lingering = []  # (since, relays) left open by daemon_vanish
         self.redis = None
         self.daemon = None
         self.pg_frozen = []
@@ -93,10 +100,11 @@ class System:
         r = c.migrate("chaos")
         assert r.returncode == 0, "holdfastd --migrate failed:\n" + r.stdout + r.stderr
         self.db = pgh.PgDatabase(c, "chaos")
+        self.proxy = pgh.PgProxy(c)
         self.redis = harness.RedisServer(self.workdir).start()
         self.daemon = harness.Daemon(
             self.workdir, self.redis.address, namespaces=NAMESPACES,
-            top_extra=self.db.config(pool_size=4, statement_timeout_ms=2000),
+            top_extra=self.db.config(pool_size=4, statement_timeout_ms=2000, proxy=self.proxy),
             limits="drain_timeout_ms = %d," % DRAIN_MS)
         self.daemon.start()
         return self
@@ -129,11 +137,13 @@ class System:
             self.start_daemon()
 
     @_guarded
-    def stop_daemon(self, sig):
+    def stop_daemon(self, sig, vanish=False):
         self.check_daemon()
         d = self.daemon
         if d.proc is None:
             return
+        if vanish:
+            self.lingering.append((time.monotonic(), self.proxy.linger()))
         d.proc.send_signal(sig)
         rc = self._reap_daemon(10 + DRAIN_MS / 1000)
         if sig == signal.SIGTERM and rc != 0:
@@ -148,6 +158,17 @@ class System:
                 self.problem("holdfastd did not start: %s" % str(e)[-2000:])
                 self.daemon.log.close()
                 self.daemon.proc = None
+
+    @_guarded
+    def end_lingering(self, older_than=3.0):
+        """Close the connections a vanished daemon left, once their
+        statements had time to finish (lock_timeout < 2 s): idle server
+        processes would otherwise pile up to max_connections."""
+        now = time.monotonic()
+        for since, relays in [x for x in self.lingering if now - x[0] >= older_than]:
+            for r in relays:
+                r.close()
+            self.lingering.remove((since, relays))
 
     # ---- redis ----
 
@@ -240,6 +261,7 @@ class System:
             "pg_immediate": (lambda: self.stop_pg("immediate"), self.start_pg),
             "daemon_kill": (lambda: self.stop_daemon(signal.SIGKILL), self.start_daemon),
             "daemon_term": (lambda: self.stop_daemon(signal.SIGTERM), self.start_daemon),
+            "daemon_vanish": (lambda: self.stop_daemon(signal.SIGKILL, True), self.start_daemon),
         }[name]
 
     @_guarded
@@ -276,6 +298,8 @@ class System:
             except Exception:
                 pass
             self.daemon.proc = None
+        if self.proxy:
+            self.proxy.close()
         if self.redis:
             try:
                 self.redis.stop()
@@ -331,6 +355,7 @@ class Nemesis(threading.Thread):
         time.sleep(rnd.uniform(0.5, 1.0))
         while time.monotonic() < self.stop_at:
             self.sys.check_daemon()
+            self.sys.end_lingering()
             chosen = self._pick()
             self.sys.event("start " + " + ".join(chosen))
             healers = []

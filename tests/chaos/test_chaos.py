@@ -1,8 +1,10 @@
 """Fault injection: many clients hold, confirm and cancel a few seats while a
 nemesis pauses and kills Redis, pauses and restarts PostgreSQL (fast and
 immediate), holds row locks, and kills (SIGKILL) or terminates (SIGTERM,
-short drain) holdfastd. Every request is recorded; at the end the history
-and the final tables go through checker.check().
+short drain) holdfastd, or makes it vanish (SIGKILL, its PostgreSQL
+connections left open so its statements run on: issue 9's caller gone).
+Every request is recorded; at the end the history and the final tables go
+through checker.check() (tests/chaos/system.py has the faults).
 
 Bounded in time: HOLDFAST_CHAOS_SECONDS (default 40) of faults and load,
 plus about 15 s of set-up, settling and checking.
