@@ -261,6 +261,7 @@ class _Relay:
         self.frozen = False
         self.withheld = 0
         self.closed = False
+        self.linger = False
 
     def start(self):
         for src, dst, freezable in ((self.client, self.server, False),
@@ -282,6 +283,8 @@ class _Relay:
                 dst.sendall(data)
             except OSError:
                 break
+        if self.linger and not freezable:
+            return  # the client side ended; the server side stays open (PgProxy.linger)
         self.close()
 
     def close(self):
@@ -338,6 +341,17 @@ class PgProxy:
 
     def withheld(self):
         return sum(r.withheld for r in self.relays if r.frozen)
+
+    def linger(self):
+        """The connections open now keep their server side open when their
+        client side closes, like a client host that vanished without closing
+        its connections: the server process is not told, and runs its
+        statement on (committing, if it gets that far) until it next writes
+        to the connection, which then closes."""
+        held = [r for r in self.relays if not r.closed]
+        for r in held:
+            r.linger = True
+        return held
 
     def cut(self):
         for r in self.relays:

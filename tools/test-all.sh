@@ -23,13 +23,15 @@ suite() {
 suite "unit tests (release)" ctest --test-dir build --output-on-failure
 suite "unit tests (asan+ubsan)" ctest --test-dir build-asan --output-on-failure
 suite "daemon integration (release)" \
-  env HOLDFASTD="$PWD/build/daemon/holdfastd" /usr/bin/python3 -m pytest -q tests --ignore=tests/deploy
+  env HOLDFASTD="$PWD/build/daemon/holdfastd" /usr/bin/python3 -m pytest -q tests --ignore=tests/deploy --ignore=tests/chaos
 suite "daemon integration (asan+ubsan)" \
-  env HOLDFASTD="$PWD/build-asan/daemon/holdfastd" /usr/bin/python3 -m pytest -q tests --ignore=tests/deploy
+  env HOLDFASTD="$PWD/build-asan/daemon/holdfastd" /usr/bin/python3 -m pytest -q tests --ignore=tests/deploy --ignore=tests/chaos
 suite "daemon integration (valgrind, leaks are errors)" \
   env HOLDFASTD="$PWD/build/daemon/holdfastd" \
   HOLDFASTD_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect" \
-  /usr/bin/python3 -m pytest -q tests --ignore=tests/deploy
+  /usr/bin/python3 -m pytest -q tests --ignore=tests/deploy --ignore=tests/chaos
+suite "chaos (fault injection, release build)" \
+  env HOLDFASTD="$PWD/build/daemon/holdfastd" /usr/bin/python3 -m pytest -q tests/chaos
 suite "fuzzing (frames, config; 20 s each)" tools/fuzz.sh 20
 for t in tools/test-deploy.sh tools/test-clients-*.sh; do
   [ -e "$t" ] && suite "$(basename "$t" .sh)" bash "$t"
