@@ -31,7 +31,7 @@ suite "daemon integration (valgrind, leaks are errors)" \
   HOLDFASTD_WRAPPER="valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect --show-leak-kinds=definite,indirect" \
   /usr/bin/python3 -m pytest -q tests --ignore=tests/deploy
 suite "fuzzing (frames, config; 20 s each)" tools/fuzz.sh 20
-for t in tools/test-deploy.sh tools/test-clients-*.sh; do
+for t in tools/test-deploy.sh tools/test-clients-*.sh tools/test-new-user.sh; do
   [ -e "$t" ] && suite "$(basename "$t" .sh)" bash "$t"
 done
 
