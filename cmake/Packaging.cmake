@@ -65,7 +65,10 @@ install(PROGRAMS ${_hf_deploy}/metrics-textfile.sh DESTINATION libexec/holdfast
         RENAME metrics-textfile)
 install(FILES ${_hf_stage}/holdfastd.8.gz DESTINATION share/man/man8)
 install(FILES ${_hf_stage}/holdfastctl.1.gz DESTINATION share/man/man1)
-install(FILES ${_hf_deploy}/debian/copyright ${_hf_stage}/changelog.Debian.gz
+# copyright: DEP-5, Apache-2.0 (the text is Debian's common-licenses/Apache-2.0);
+# NOTICE: the attribution notice Apache-2.0 asks redistributors to keep.
+install(FILES ${_hf_deploy}/debian/copyright ${PROJECT_SOURCE_DIR}/NOTICE
+              ${_hf_stage}/changelog.Debian.gz
         DESTINATION share/doc/holdfast)
 install(FILES ${_hf_deploy}/debian/lintian-overrides DESTINATION share/lintian/overrides
         RENAME holdfast)

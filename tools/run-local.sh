@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's "run" command: install what is missing, build, start a private
 # Redis (and PostgreSQL) under ./.devstack and run holdfastd in the
-# foreground. Ctrl-C stops the daemon and the stack.
+# foreground. Ctrl-C stops the daemon and the stack. Works from any checkout,
+# as root or not (a checkout under /root too): PostgreSQL's data and socket
+# are in a directory under /tmp that .devstack/pg links to (tools/devstack.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/deps.sh

@@ -33,7 +33,7 @@ suite "daemon integration (valgrind, leaks are errors)" \
 suite "chaos (fault injection, release build)" \
   env HOLDFASTD="$PWD/build/daemon/holdfastd" /usr/bin/python3 -m pytest -q tests/chaos
 suite "fuzzing (frames, config; 20 s each)" tools/fuzz.sh 20
-for t in tools/test-deploy.sh tools/test-clients-*.sh; do
+for t in tools/test-deploy.sh tools/test-clients-*.sh tools/test-new-user.sh; do
   [ -e "$t" ] && suite "$(basename "$t" .sh)" bash "$t"
 done
 
