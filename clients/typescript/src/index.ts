@@ -1,4 +1,4 @@
-// @holdfast/client: expiring holds on scarce resources through holdfastd.
+// holdfast-client: expiring holds on scarce resources through holdfastd.
 
 export {
   Client,
