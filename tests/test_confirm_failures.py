@@ -399,3 +399,21 @@ def test_slow_database_is_deadline_exceeded_with_nothing_written(pgdb, make_daem
         nothing_written(pgdb, "seat", "slow", "K")
         r = confirm(c, "seat", "slow", ["1", "2"], token, "K", timeout_ms=5000)
         assert code_name(r.code) == "OK", r.message
+
+
+def test_a_hold_confirms_a_resource_once_even_after_a_cancel(pgdb, cdaemon, redis):
+    """Confirmed, cancelled, and the same hold comes back (a lagging replica,
+    or a daemon that died between COMMIT and the mark): a confirm under a new
+    key with that same fence is STALE, not a second claim with one fence."""
+    key = "hf:{seat:once}:1"
+    with Client(cdaemon.socket) as c:
+        token, fence = hold_token(c, "seat", "once", ["1"])
+        assert code_name(confirm(c, "seat", "once", ["1"], token, "K1", "o1").code) == "OK"
+        assert code_name(cancel(c, "seat", "once", ["1"], "X1", "o1").code) == "OK"
+        redis.cmd("SET", key, token, "PX", 30000)
+        r = confirm(c, "seat", "once", ["1"], token, "K2", "o2")
+        assert code_name(r.code) == "STALE" and r.error.resource_id == "1", r.message
+        assert pgdb.claims("seat", "once") == []
+        # The first key still replays its own result.
+        r = confirm(c, "seat", "once", ["1"], token, "K1", "o1")
+        assert code_name(r.code) == "OK" and r.confirm.replayed
