@@ -92,15 +92,19 @@ class DelexDouble:
 
     def _answer(self, args, up, up_reader):
         name = args[0].upper()
-        if name == b"COMMAND" and len(args) == 3 and args[1].upper() == b"INFO" \
+        if name == b"COMMAND" and len(args) >= 3 and args[1].upper() == b"INFO" \
                 and args[2].upper() == b"DELEX":
+            # The daemon asks for DELEX and Valkey's DELIFEQ at once: one
+            # entry per name, nil for a command the server lacks.
             with self.lock:
                 self.seen.append(("COMMAND INFO", args[2:]))
+            rest = b"$-1\r\n" * (len(args) - 3)
+            count = b"*%d\r\n" % (len(args) - 2)
             if self.command_info == "present":
-                return (b"*1\r\n*7\r\n$5\r\ndelex\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:1\r\n:1\r\n"
-                        b"*1\r\n+@keyspace\r\n")
+                return (count + b"*7\r\n$5\r\ndelex\r\n:-2\r\n*1\r\n+write\r\n:1\r\n:1\r\n:1\r\n"
+                        b"*1\r\n+@keyspace\r\n" + rest)
             if self.command_info == "absent":
-                return b"*1\r\n$-1\r\n"
+                return count + b"$-1\r\n" + rest
             return b"-NOPERM this user has no permissions to run the 'command|info' command\r\n"
         if name == b"DELEX":
             with self.lock:

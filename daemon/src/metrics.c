@@ -183,8 +183,8 @@ char *hf_metrics_render(void) {
             strcmp(m.script_path, script_paths[i]) == 0);
     put(&b, "# HELP holdfast_release_path_info Active release path (1 = in use).\n"
             "# TYPE holdfast_release_path_info gauge\n");
-    static const char *const release_paths[] = {"script", "delex"};
-    for (int i = 0; i < 2; i++)
+    static const char *const release_paths[] = {"script", "delex", "delifeq"};
+    for (int i = 0; i < 3; i++)
         put(&b, "holdfast_release_path_info{path=\"%s\"} %d\n", release_paths[i],
             strcmp(m.release_path, release_paths[i]) == 0);
     if (b.oom) {

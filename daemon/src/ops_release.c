@@ -177,10 +177,16 @@ static void release_with_delex(struct release_call *dc, const char *token) {
     dc->outstanding = 1; /* guard while sending */
     for (size_t i = 0; conn && i < t->n_ids; i++) {
         struct delex_item *item = &dc->items[i];
-        const char *argv[] = {"DELEX", t->keys->keys[i + 1], "IFEQ", token};
-        size_t lens[] = {5, t->keys->lens[i + 1], 4, strlen(token)};
+        /* DELEX key IFEQ token (Redis 8.4+) or DELIFEQ key token (Valkey 9). */
+        const char *delex[] = {"DELEX", t->keys->keys[i + 1], "IFEQ", token};
+        size_t delex_lens[] = {5, t->keys->lens[i + 1], 4, strlen(token)};
+        const char *delifeq[] = {"DELIFEQ", t->keys->keys[i + 1], token};
+        size_t delifeq_lens[] = {7, t->keys->lens[i + 1], strlen(token)};
+        bool native_valkey = hf_front_release_command(req->d->redis) == HF_DELEX_DELIFEQ;
+        const char **argv = native_valkey ? delifeq : delex;
+        size_t *lens = native_valkey ? delifeq_lens : delex_lens;
         if (hf_front_command(req->d->redis, conn, t->keys->keys[i + 1], t->keys->lens[i + 1],
-                               4, argv, lens,
+                               native_valkey ? 3 : 4, argv, lens,
                                req->cfg->redis_command_timeout_ms,
                                on_delex_reply, item) != 0) {
             dc->failed = true;

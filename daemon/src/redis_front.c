@@ -88,12 +88,22 @@ const char *hf_front_path_name(const struct hf_redis_front *s) {
     return path_name(s ? s->path : HF_PATH_NONE);
 }
 
+enum hf_delex_state hf_front_release_command(const struct hf_redis_front *s) {
+    if (!s || s->release_pref == HF_RELEASE_SCRIPT) return HF_DELEX_ABSENT;
+    return s->delex == HF_DELEX_PRESENT || s->delex == HF_DELEX_DELIFEQ ? s->delex
+                                                                         : HF_DELEX_ABSENT;
+}
+
 bool hf_front_release_uses_delex(const struct hf_redis_front *s) {
-    return s && s->release_pref != HF_RELEASE_SCRIPT && s->delex == HF_DELEX_PRESENT;
+    return hf_front_release_command(s) != HF_DELEX_ABSENT;
 }
 
 const char *hf_front_release_path_name(const struct hf_redis_front *s) {
-    return hf_front_release_uses_delex(s) ? "delex" : "script";
+    switch (hf_front_release_command(s)) {
+    case HF_DELEX_PRESENT: return "delex";
+    case HF_DELEX_DELIFEQ: return "delifeq";
+    default: return "script";
+    }
 }
 
 bool hf_front_ready(const struct hf_redis_front *s) {
@@ -123,7 +133,8 @@ static void setup_finish(struct setup *st, bool ok) {
         if (st->path != s->path) {
             log_info("redis: scripts use %s (library %s), release uses %s", path_name(st->path),
                      HF_LIBRARY_NAME, s->release_pref == HF_RELEASE_SCRIPT ? "script"
-                     : s->delex == HF_DELEX_PRESENT ? "delex" : "script");
+                     : s->delex == HF_DELEX_PRESENT ? "delex"
+                     : s->delex == HF_DELEX_DELIFEQ ? "delifeq" : "script");
         }
         s->path = st->path;
         if (st->path == HF_PATH_EVALSHA) memcpy(s->sha, st->sha, sizeof s->sha);
@@ -134,6 +145,17 @@ static void setup_finish(struct setup *st, bool ok) {
     free(st);
 }
 
+static void on_delifeq_probe(void *privdata, enum hf_redis_status status, redisReply *r);
+
+/* A probe on a key of our own that never exists: an integer means the
+ * command is there, "unknown command" that it is not; anything else (an ACL
+ * refusal) that it is not ours to use. */
+static enum hf_delex_state probe_verdict(const redisReply *r, enum hf_delex_state present) {
+    if (r->type == REDIS_REPLY_INTEGER) return present;
+    if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown command")) return HF_DELEX_ABSENT;
+    return HF_DELEX_DENIED;
+}
+
 static void on_delex_probe(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct setup *st = privdata;
     struct hf_redis_front *s = st->s;
@@ -141,15 +163,28 @@ static void on_delex_probe(void *privdata, enum hf_redis_status status, redisRep
         setup_finish(st, false);
         return;
     }
-    if (r->type == REDIS_REPLY_INTEGER) {
-        s->delex = HF_DELEX_PRESENT;
-    } else if (r->type == REDIS_REPLY_ERROR && strstr(r->str, "unknown command")) {
-        s->delex = HF_DELEX_ABSENT;
-    } else {
-        s->delex = HF_DELEX_DENIED;
+    s->delex = probe_verdict(r, HF_DELEX_PRESENT);
+    if (s->delex == HF_DELEX_ABSENT) {
+        /* Not Redis 8.4+; perhaps Valkey 9 with DELIFEQ. */
+        const char *argv[] = {"DELIFEQ", "hf:{holdfast:probe}:delex", "probe"};
+        if (hf_redis_conn_command(st->conn, 3, argv, NULL, s->setup_timeout_ms,
+                                  on_delifeq_probe, st) != 0)
+            setup_finish(st, false);
+        return;
+    }
+    if (s->delex == HF_DELEX_DENIED)
         log_warn("redis: DELEX not usable (%s); release uses the script",
                  r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    setup_finish(st, true);
+}
+
+static void on_delifeq_probe(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct setup *st = privdata;
+    if (status != HF_REDIS_OK) {
+        setup_finish(st, false);
+        return;
     }
+    st->s->delex = probe_verdict(r, HF_DELEX_DELIFEQ);
     setup_finish(st, true);
 }
 
@@ -160,8 +195,11 @@ static void on_delex_info(void *privdata, enum hf_redis_status status, redisRepl
         setup_finish(st, false);
         return;
     }
-    if (r->type == REDIS_REPLY_ARRAY && r->elements == 1) {
-        s->delex = r->element[0]->type == REDIS_REPLY_ARRAY ? HF_DELEX_PRESENT : HF_DELEX_ABSENT;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+        /* One entry per name asked: an array when the server has it. */
+        s->delex = r->element[0]->type == REDIS_REPLY_ARRAY   ? HF_DELEX_PRESENT
+                   : r->element[1]->type == REDIS_REPLY_ARRAY ? HF_DELEX_DELIFEQ
+                                                               : HF_DELEX_ABSENT;
         setup_finish(st, true);
         return;
     }
@@ -181,8 +219,8 @@ static void setup_delex_info(struct setup *st) {
         setup_finish(st, true);
         return;
     }
-    const char *argv[] = {"COMMAND", "INFO", "DELEX"};
-    if (hf_redis_conn_command(st->conn, 3, argv, NULL, s->setup_timeout_ms, on_delex_info,
+    const char *argv[] = {"COMMAND", "INFO", "DELEX", "DELIFEQ"};
+    if (hf_redis_conn_command(st->conn, 4, argv, NULL, s->setup_timeout_ms, on_delex_info,
                               st) != 0)
         setup_finish(st, false);
 }

@@ -38,7 +38,15 @@ enum hf_script_code {
 };
 
 enum hf_call_path { HF_PATH_NONE, HF_PATH_FCALL, HF_PATH_EVALSHA, HF_PATH_EVAL };
-enum hf_delex_state { HF_DELEX_UNKNOWN, HF_DELEX_ABSENT, HF_DELEX_PRESENT, HF_DELEX_DENIED };
+/* The server's native compare-and-delete: Redis >= 8.4 has DELEX key IFEQ v,
+ * Valkey >= 9.0 has DELIFEQ key v. */
+enum hf_delex_state {
+    HF_DELEX_UNKNOWN,
+    HF_DELEX_ABSENT,
+    HF_DELEX_PRESENT, /* DELEX ... IFEQ */
+    HF_DELEX_DELIFEQ, /* DELIFEQ */
+    HF_DELEX_DENIED,
+};
 
 struct hf_redis_front;
 
@@ -76,7 +84,9 @@ struct hf_redis_conn *hf_front_pick(struct hf_redis_front *s, const char *key, s
 /* The single pool; NULL in cluster mode (use hf_front_pick). */
 struct hf_redis_pool *hf_front_pool(struct hf_redis_front *s);
 bool hf_front_ready(const struct hf_redis_front *s);
-/* Release goes through DELEX ... IFEQ (configured and detected). */
+/* Release goes through the server's compare-and-delete (configured and
+ * detected): HF_DELEX_PRESENT or HF_DELEX_DELIFEQ; anything else: the script. */
+enum hf_delex_state hf_front_release_command(const struct hf_redis_front *s);
 bool hf_front_release_uses_delex(const struct hf_redis_front *s);
 const char *hf_front_path_name(const struct hf_redis_front *s);
 const char *hf_front_release_path_name(const struct hf_redis_front *s);
