@@ -109,6 +109,9 @@ return {
     seat = { default_ttl_ms = 60000, min_ttl_ms = 10, max_ttl_ms = 600000,
              confirmable = true, confirm_window_ms = 30000 },
     ["product-modify"] = { default_ttl_ms = 5000, on_redis_down = "best_effort" },
+    -- Journey segments (docs/segments.md): a seat sold per leg.
+    train = { default_ttl_ms = 60000, min_ttl_ms = 10, max_ttl_ms = 600000,
+              confirmable = true, confirm_window_ms = 30000, max_legs = 8 },
   },
 }
 LUA

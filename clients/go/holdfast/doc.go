@@ -26,6 +26,10 @@
 //	}
 //	defer h.Close() // releases it unless it was confirmed or released
 //
+// In a namespace that sells by leg (max_legs > 0), pass WithSegment(from, to)
+// to Hold and Status (CancelOptions.Segment to Cancel); the Hold keeps its
+// Segment for Extend, Release, Confirm, Status and Close.
+//
 // Tokens are secrets: a Hold never prints its token (String, GoString and
 // slog all redact it); use Hold.Token only to hand the hold to another
 // process that resumes it with Client.HoldFromToken.

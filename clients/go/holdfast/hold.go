@@ -44,6 +44,9 @@ type Hold struct {
 	Namespace string
 	Partition string
 	IDs       []string
+	// Segment is the journey segment the hold covers (zero when none): its
+	// Extend, Release, Confirm, Status and Close act on the same legs.
+	Segment Segment
 	// Fence is the hold's fencing number: it rises with every grant in the
 	// partition, so a store can refuse writes from an older holder.
 	Fence uint64
@@ -65,8 +68,12 @@ func (h *Hold) Token() string { return h.tokenValue() }
 
 // String describes the hold without its token.
 func (h Hold) String() string {
-	return fmt.Sprintf("hold %s/%s[%s] fence=%d ttl=%s", h.Namespace, h.Partition,
-		strings.Join(h.IDs, ","), h.Fence, h.TTL)
+	seg := ""
+	if !h.Segment.IsZero() {
+		seg = " segment=" + h.Segment.String()
+	}
+	return fmt.Sprintf("hold %s/%s[%s]%s fence=%d ttl=%s", h.Namespace, h.Partition,
+		strings.Join(h.IDs, ","), seg, h.Fence, h.TTL)
 }
 
 // GoString keeps %#v from dumping the token.
@@ -74,13 +81,16 @@ func (h Hold) GoString() string { return "&holdfast.Hold{" + h.String() + "}" }
 
 // LogValue keeps slog from dumping the token.
 func (h Hold) LogValue() slog.Value {
-	return slog.GroupValue(
+	attrs := []slog.Attr{
 		slog.String("namespace", h.Namespace),
 		slog.String("partition", h.Partition),
 		slog.Any("ids", h.IDs),
-		slog.Uint64("fence", h.Fence),
-		slog.Duration("ttl", h.TTL),
-	)
+	}
+	if !h.Segment.IsZero() {
+		attrs = append(attrs, slog.String("segment", h.Segment.String()))
+	}
+	attrs = append(attrs, slog.Uint64("fence", h.Fence), slog.Duration("ttl", h.TTL))
+	return slog.GroupValue(attrs...)
 }
 
 func ttlMs(ttl time.Duration) uint32 {
@@ -91,16 +101,18 @@ func ttlMs(ttl time.Duration) uint32 {
 }
 
 // Hold takes an expiring hold on ids of one partition, all or nothing.
-// ttl 0 means the namespace's default TTL.
+// ttl 0 means the namespace's default TTL. WithSegment(from, to) holds legs
+// from .. to-1 of each id, in a namespace with max_legs (and only there).
 //
 // Errors to expect: ErrHeldByAnother (ResourceOf names the resource),
 // ErrConfirmed (already sold), ErrInvalidArgument, ErrNotFound (namespace),
 // ErrUnavailable / ErrDeadlineExceeded (nothing granted that you know of;
 // an unknown grant expires with its TTL).
-func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []string, ttl time.Duration) (*Hold, error) {
+func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []string, ttl time.Duration, opts ...RequestOption) (*Hold, error) {
 	const op = "hold"
+	o := collect(opts)
 	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Hold{Hold: &pb.HoldRequest{
-		Namespace: namespace, Partition: partition, Ids: ids, TtlMs: ttlMs(ttl),
+		Namespace: namespace, Partition: partition, Ids: ids, TtlMs: ttlMs(ttl), Segment: o.segment.wire(),
 	}}})
 	if err != nil {
 		return nil, err
@@ -113,6 +125,7 @@ func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []st
 		Namespace: namespace,
 		Partition: partition,
 		IDs:       append([]string(nil), ids...),
+		Segment:   o.segment,
 		Fence:     r.GetFence(),
 		TTL:       time.Duration(r.GetTtlMs()) * time.Millisecond,
 		Degraded:  resp.GetDegraded(),
@@ -124,10 +137,11 @@ func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []st
 
 // HoldFromToken rebuilds a Hold from its token, for a process that resumes
 // a hold taken elsewhere (e.g. the checkout request after the seat-picking
-// one). Nothing is sent to the daemon; Fence and TTL are zero.
-func (c *Client) HoldFromToken(namespace, partition string, ids []string, token string) *Hold {
-	return &Hold{Namespace: namespace, Partition: partition,
-		IDs: append([]string(nil), ids...), client: c, token: newSecret(token), done: new(atomic.Bool)}
+// one). Nothing is sent to the daemon; Fence and TTL are zero. Pass the
+// hold's WithSegment when it was taken with one.
+func (c *Client) HoldFromToken(namespace, partition string, ids []string, token string, opts ...RequestOption) *Hold {
+	return &Hold{Namespace: namespace, Partition: partition, IDs: append([]string(nil), ids...),
+		Segment: collect(opts).segment, client: c, token: newSecret(token), done: new(atomic.Bool)}
 }
 
 // Extend sets the hold's remaining TTL to ttl from now (0: the namespace's
@@ -137,6 +151,7 @@ func (c *Client) Extend(ctx context.Context, h *Hold, ttl time.Duration) (time.D
 	const op = "extend"
 	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Extend{Extend: &pb.ExtendRequest{
 		Namespace: h.Namespace, Partition: h.Partition, Ids: h.IDs, Token: h.tokenValue(), TtlMs: ttlMs(ttl),
+		Segment: h.Segment.wire(),
 	}}})
 	if err != nil {
 		return 0, err
@@ -156,6 +171,7 @@ func (c *Client) Release(ctx context.Context, h *Hold) (int, error) {
 	const op = "release"
 	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Release{Release: &pb.ReleaseRequest{
 		Namespace: h.Namespace, Partition: h.Partition, Ids: h.IDs, Token: h.tokenValue(),
+		Segment: h.Segment.wire(),
 	}}})
 	n := int(resp.GetRelease().GetReleased())
 	if err != nil {
@@ -219,5 +235,5 @@ func (h *Hold) Confirm(ctx context.Context, opts ConfirmOptions) (*Confirmation,
 // Status reports the hold's resources, with Owned set for those this hold
 // still owns. Diagnostic only.
 func (h *Hold) Status(ctx context.Context) ([]ResourceStatus, error) {
-	return h.client.status(ctx, h.Namespace, h.Partition, h.IDs, h.tokenValue())
+	return h.client.status(ctx, h.Namespace, h.Partition, h.IDs, h.tokenValue(), h.Segment)
 }

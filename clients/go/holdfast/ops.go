@@ -50,6 +50,7 @@ func (c *Client) Confirm(ctx context.Context, h *Hold, opts ConfirmOptions) (*Co
 	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Confirm{Confirm: &pb.ConfirmRequest{
 		Namespace: h.Namespace, Partition: h.Partition, Ids: h.IDs, Token: h.tokenValue(),
 		IdempotencyKey: opts.IdempotencyKey, Reference: opts.Reference, Payload: opts.Payload,
+		Segment: h.Segment.wire(),
 	}}})
 	if err != nil {
 		return nil, err
@@ -81,6 +82,9 @@ func (c *Client) Confirm(ctx context.Context, h *Hold, opts ConfirmOptions) (*Co
 type CancelOptions struct {
 	IdempotencyKey string // required; reuse it when retrying
 	Reference      string // required: the reference the claims were confirmed with
+	// Segment cancels only legs FromStop .. ToStop-1 of each id, in a
+	// namespace with max_legs (required there); zero: no segment.
+	Segment Segment
 }
 
 // CancelResult is the result of a Cancel.
@@ -95,7 +99,7 @@ func (c *Client) Cancel(ctx context.Context, namespace, partition string, ids []
 	const op = "cancel"
 	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Cancel{Cancel: &pb.CancelRequest{
 		Namespace: namespace, Partition: partition, Ids: ids,
-		IdempotencyKey: opts.IdempotencyKey, Reference: opts.Reference,
+		IdempotencyKey: opts.IdempotencyKey, Reference: opts.Reference, Segment: opts.Segment.wire(),
 	}}})
 	if err != nil {
 		return nil, err
@@ -128,16 +132,17 @@ type ResourceStatus struct {
 	Owned bool
 }
 
-// Status reports the state of resources. It is a diagnostic: the answer may
-// be stale by the time it arrives and grants nothing.
-func (c *Client) Status(ctx context.Context, namespace, partition string, ids []string) ([]ResourceStatus, error) {
-	return c.status(ctx, namespace, partition, ids, "")
+// Status reports the state of resources (with WithSegment: of each leg,
+// "<id>@<leg>"). It is a diagnostic: the answer may be stale by the time it
+// arrives and grants nothing.
+func (c *Client) Status(ctx context.Context, namespace, partition string, ids []string, opts ...RequestOption) ([]ResourceStatus, error) {
+	return c.status(ctx, namespace, partition, ids, "", collect(opts).segment)
 }
 
-func (c *Client) status(ctx context.Context, namespace, partition string, ids []string, token string) ([]ResourceStatus, error) {
+func (c *Client) status(ctx context.Context, namespace, partition string, ids []string, token string, seg Segment) ([]ResourceStatus, error) {
 	const op = "status"
 	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Status{Status: &pb.StatusRequest{
-		Namespace: namespace, Partition: partition, Ids: ids, Token: token,
+		Namespace: namespace, Partition: partition, Ids: ids, Token: token, Segment: seg.wire(),
 	}}})
 	if err != nil {
 		return nil, err

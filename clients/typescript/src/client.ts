@@ -8,6 +8,7 @@ import {
   Code,
   RequestSchema,
   ResourceState,
+  SegmentSchema,
   type Request,
   type Response,
 } from "./gen/holdfast/v1/holdfast_pb.js";
@@ -16,6 +17,7 @@ import { Connection, UnsentError } from "./connection.js";
 import { encodeRequest } from "./frame.js";
 
 const MAX_TIMEOUT_MS = 2 ** 32 - 1;
+const MAX_UINT32 = 2 ** 32 - 1;
 
 // Node 20 ships Symbol.asyncDispose; older runtimes get the well-known
 // registry symbol that TypeScript's `await using` helper also looks up.
@@ -64,21 +66,61 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
-export interface HoldOptions extends CallOptions {
+/**
+ * A trip along a line of stops (journey segments, docs/segments.md): legs
+ * `fromStop` .. `toStop - 1`, leg k running from stop k to stop k + 1. In a
+ * namespace with `max_legs > 0` every request names one, and answers name
+ * each leg `"<id>@<leg>"` ("E7@1"); other namespaces refuse one.
+ */
+export interface Segment {
+  fromStop: number;
+  toStop: number;
+}
+
+/** The journey segment of a request; omitted: none (as before segments existed). */
+export interface SegmentOptions {
+  segment?: Segment;
+}
+
+export interface HoldOptions extends CallOptions, SegmentOptions {
   /** 0 or omitted: the namespace's default TTL. */
   ttlMs?: number;
 }
 
-export interface ConfirmOptions {
+export interface ConfirmOptions extends SegmentOptions {
   /** The caller's key, kept across retries of the same confirm. Never the token. */
   idempotencyKey: string;
   reference?: string;
   payload?: Uint8Array;
 }
 
-export interface CancelOptions {
+export interface CancelOptions extends SegmentOptions {
   idempotencyKey: string;
   reference?: string;
+}
+
+/** The per-leg names the daemon answers with: `["E7@0", "E7@1", ...]`. */
+export function legIds(ids: readonly string[], segment: Segment): string[] {
+  const s = checkSegment(segment)!;
+  return checkIds(ids).flatMap((id) => Array.from({ length: Math.max(0, s.toStop - s.fromStop) }, (_, k) => `${id}@${s.fromStop + k}`));
+}
+
+function checkSegment(segment: Segment | undefined): Segment | undefined {
+  if (segment === undefined || segment === null) return undefined;
+  if (typeof segment !== "object") throw new TypeError("segment must be { fromStop, toStop }");
+  for (const k of ["fromStop", "toStop"] as const) {
+    const v = segment[k];
+    if (!Number.isInteger(v) || v < 0 || v > MAX_UINT32) {
+      throw new RangeError(`segment.${k} must be a stop number >= 0, got ${String(v)}`);
+    }
+  }
+  return Object.freeze({ fromStop: segment.fromStop, toStop: segment.toStop });
+}
+
+/** The request field: unset without a segment. */
+function wireSegment(segment: Segment | undefined) {
+  const s = checkSegment(segment);
+  return s === undefined ? undefined : create(SegmentSchema, s);
 }
 
 export interface Claim {
@@ -179,27 +221,43 @@ export class Client implements AsyncDisposable {
 
   // ---- API ---------------------------------------------------------------
 
-  /** Hold every id in one partition, all or nothing. `await using` releases it. */
+  /**
+   * Hold every id in one partition, all or nothing. `await using` releases it.
+   * `segment: { fromStop, toStop }` holds legs fromStop .. toStop - 1 of each
+   * id, in a namespace with max_legs (and only there); the Hold keeps it for
+   * its extend, release, confirm, status and close.
+   */
   async hold(namespace: string, partition: string, ids: readonly string[], opts: HoldOptions = {}): Promise<Hold> {
     const list = checkIds(ids);
+    const segment = checkSegment(opts.segment);
     const correlationId = opts.correlationId ?? newCorrelationId();
     const [r, resp] = await this.call(
       "hold",
-      { namespace, partition, ids: list, ttlMs: opts.ttlMs ?? 0 },
+      { namespace, partition, ids: list, ttlMs: opts.ttlMs ?? 0, segment: wireSegment(segment) },
       { ...opts, correlationId },
     );
-    return new Hold(this, namespace, partition, list, r.token, r.fence, r.ttlMs, correlationId, resp.degraded);
+    return new Hold(this, namespace, partition, list, r.token, r.fence, r.ttlMs, correlationId, resp.degraded, segment);
   }
 
   /** Stretch a hold's TTL (owner-checked); resolves to the TTL applied. */
   async extend(namespace: string, partition: string, ids: readonly string[], token: string, opts: HoldOptions = {}): Promise<number> {
-    const [r] = await this.call("extend", { namespace, partition, ids: checkIds(ids), token, ttlMs: opts.ttlMs ?? 0 }, opts);
+    const [r] = await this.call(
+      "extend",
+      { namespace, partition, ids: checkIds(ids), token, ttlMs: opts.ttlMs ?? 0, segment: wireSegment(opts.segment) },
+      opts,
+    );
     return r.ttlMs;
   }
 
   /** Give a hold back (owner-checked); resolves to how many ids were released. */
-  async release(namespace: string, partition: string, ids: readonly string[], token: string, opts: CallOptions = {}): Promise<number> {
-    const [r] = await this.call("release", { namespace, partition, ids: checkIds(ids), token }, opts);
+  async release(
+    namespace: string,
+    partition: string,
+    ids: readonly string[],
+    token: string,
+    opts: CallOptions & SegmentOptions = {},
+  ): Promise<number> {
+    const [r] = await this.call("release", { namespace, partition, ids: checkIds(ids), token, segment: wireSegment(opts.segment) }, opts);
     return r.released;
   }
 
@@ -229,6 +287,7 @@ export class Client implements AsyncDisposable {
         idempotencyKey: confirm.idempotencyKey,
         reference: confirm.reference ?? "",
         payload: confirm.payload ?? new Uint8Array(0),
+        segment: wireSegment(confirm.segment),
       },
       opts,
     );
@@ -246,22 +305,41 @@ export class Client implements AsyncDisposable {
     });
   }
 
-  /** Remove confirmed claims so the resources can be sold again. */
+  /** Remove confirmed claims so the resources can be sold again (with `segment`: only those legs). */
   async cancel(namespace: string, partition: string, ids: readonly string[], cancel: CancelOptions, opts: CallOptions = {}): Promise<CancelResult> {
     if (!cancel.idempotencyKey) {
       throw new HoldfastError(Code.INVALID_ARGUMENT, "idempotencyKey is required", { field: "idempotency_key" });
     }
     const [r] = await this.call(
       "cancel",
-      { namespace, partition, ids: checkIds(ids), idempotencyKey: cancel.idempotencyKey, reference: cancel.reference ?? "" },
+      {
+        namespace,
+        partition,
+        ids: checkIds(ids),
+        idempotencyKey: cancel.idempotencyKey,
+        reference: cancel.reference ?? "",
+        segment: wireSegment(cancel.segment),
+      },
       opts,
     );
     return { cancelled: r.cancelled, replayed: r.replayed };
   }
 
-  /** Diagnostic state of each id; pass `token` to learn which it owns. */
-  async status(namespace: string, partition: string, ids: readonly string[], opts: CallOptions & { token?: string } = {}): Promise<ResourceStatus[]> {
-    const [r] = await this.call("status", { namespace, partition, ids: checkIds(ids), token: opts.token ?? "" }, opts);
+  /**
+   * Diagnostic state of each id (with `segment`: of each leg, "<id>@<leg>");
+   * pass `token` to learn which it owns.
+   */
+  async status(
+    namespace: string,
+    partition: string,
+    ids: readonly string[],
+    opts: CallOptions & SegmentOptions & { token?: string } = {},
+  ): Promise<ResourceStatus[]> {
+    const [r] = await this.call(
+      "status",
+      { namespace, partition, ids: checkIds(ids), token: opts.token ?? "", segment: wireSegment(opts.segment) },
+      opts,
+    );
     return r.resources.map((s) => ({ id: s.id, state: s.state, ttlMs: Number(s.ttlMs), owned: s.owned }));
   }
 
@@ -483,10 +561,13 @@ export async function withHold<T>(
  * A granted hold. `await using hold = await client.hold(...)` (or `withHold`,
  * or `hold.close()` in a `finally`) releases it when the scope ends, unless it
  * was released or confirmed before. The token is available as `hold.token` but
- * never shown by inspect/JSON/toString.
+ * never shown by inspect/JSON/toString. A hold taken with a `segment` keeps it:
+ * its extend, release, confirm, status and close act on the same legs.
  */
 export class Hold implements AsyncDisposable {
   readonly ids: readonly string[];
+  /** The journey segment the hold covers; undefined outside namespaces with legs. */
+  readonly segment: Segment | undefined;
   #token: string;
   #active = true;
 
@@ -500,8 +581,10 @@ export class Hold implements AsyncDisposable {
     public ttlMs: number,
     readonly correlationId: string,
     readonly degraded = false,
+    segment?: Segment,
   ) {
     this.ids = Object.freeze([...ids]);
+    this.segment = checkSegment(segment);
     this.#token = token;
   }
 
@@ -520,6 +603,7 @@ export class Hold implements AsyncDisposable {
       correlationId: this.correlationId,
       ...opts,
       ttlMs,
+      segment: this.segment,
     });
     return this.ttlMs;
   }
@@ -528,16 +612,22 @@ export class Hold implements AsyncDisposable {
     const n = await this.client.release(this.namespace, this.partition, this.ids, this.#token, {
       correlationId: this.correlationId,
       ...opts,
+      segment: this.segment,
     });
     this.#active = false;
     return n;
   }
 
+  /** Confirms the hold's ids (and legs: its own segment, whatever `confirm.segment` says). */
   async confirm(confirm: ConfirmOptions, opts: CallOptions = {}): Promise<ConfirmResult> {
-    const r = await this.client.confirm(this.namespace, this.partition, this.ids, this.#token, confirm, {
-      correlationId: this.correlationId,
-      ...opts,
-    });
+    const r = await this.client.confirm(
+      this.namespace,
+      this.partition,
+      this.ids,
+      this.#token,
+      { ...confirm, segment: this.segment },
+      { correlationId: this.correlationId, ...opts },
+    );
     this.#active = false; // the daemon released/marked the hold after committing
     return r;
   }
@@ -547,6 +637,7 @@ export class Hold implements AsyncDisposable {
       correlationId: this.correlationId,
       ...opts,
       token: this.#token,
+      segment: this.segment,
     });
   }
 
@@ -580,6 +671,7 @@ export class Hold implements AsyncDisposable {
       namespace: this.namespace,
       partition: this.partition,
       ids: this.ids,
+      ...(this.segment ? { segment: this.segment } : {}),
       fence: this.fence.toString(),
       ttlMs: this.ttlMs,
       degraded: this.degraded,
@@ -589,7 +681,8 @@ export class Hold implements AsyncDisposable {
   }
 
   toString(): string {
-    return `Hold(${this.namespace}/${this.partition} [${this.ids.join(",")}] fence=${this.fence}${this.#active ? "" : " finished"})`;
+    const seg = this.segment ? ` segment=${this.segment.fromStop}->${this.segment.toStop}` : "";
+    return `Hold(${this.namespace}/${this.partition} [${this.ids.join(",")}]${seg} fence=${this.fence}${this.#active ? "" : " finished"})`;
   }
 
   [inspect.custom](): string {

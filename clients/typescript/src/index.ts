@@ -7,6 +7,7 @@ export {
   DEFAULT_TIMEOUT_MS,
   SOCKET_ENV,
   jsonReplacer,
+  legIds,
   newCorrelationId,
   withHold,
   type CallOptions,
@@ -19,6 +20,8 @@ export {
   type Health,
   type HoldOptions,
   type ResourceStatus,
+  type Segment,
+  type SegmentOptions,
 } from "./client.js";
 export {
   ClientClosedError,

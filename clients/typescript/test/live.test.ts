@@ -9,6 +9,7 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 
 import { Client, ClientClosedError, Code, HoldfastError, ResourceState, isHoldfastError, type Hold } from "../src/index.js";
+import { liveSegmentAndStringTests } from "./live-segments.js";
 import { Stack } from "./stack.js";
 
 const NS = "seat";
@@ -277,6 +278,10 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /first order: booked; second order: not booked/);
   });
+
+  // Journey segments and strings with NUL bytes (live-segments.ts), in this
+  // suite so they share its stack and never run beside its daemon restart.
+  liveSegmentAndStringTests(() => ({ stack, client }));
 
   test("the daemon log never shows a token", (t) => {
     const log = stack.dir ? join(stack.dir, "holdfastd.log") : null;

@@ -9,7 +9,8 @@
 """
 
 from ._model import (DEFAULT_SOCKET, DEFAULT_TIMEOUT, SOCKET_ENV, Claim, CancelResult,
-                     ConfirmResult, Health, ResourceState, ResourceStatus, new_correlation_id)
+                     ConfirmResult, Health, ResourceState, ResourceStatus, Segment,
+                     new_correlation_id)
 from .aio import AsyncClient, AsyncHold
 from .client import Client, Hold
 from .errors import (RETRYABLE_CODES, ClientClosed, Code, Confirmed, Conflict, DeadlineExceeded,
@@ -26,6 +27,6 @@ __all__ = [
     "ConfirmResult", "Confirmed", "Conflict", "DeadlineExceeded", "FailedPrecondition", "Health",
     "HeldByAnother", "Hold", "HoldLost", "HoldfastError", "IdempotencyMismatch", "Internal",
     "InvalidArgument", "NotFound", "NotHeld", "PermissionDenied", "ProtocolError",
-    "ResourceExhausted", "ResourceState", "ResourceStatus", "Stale", "Unavailable",
+    "ResourceExhausted", "ResourceState", "ResourceStatus", "Segment", "Stale", "Unavailable",
     "Unimplemented", "code_name", "new_correlation_id",
 ]

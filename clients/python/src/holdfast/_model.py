@@ -8,7 +8,7 @@ import math
 import os
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ._gen import holdfast_pb2 as pb
 from .errors import ClientClosed, Code, HoldfastError, InvalidArgument, error_for
@@ -42,6 +42,50 @@ def reconnect_delay(attempt: int, u: float) -> float:
     a uniform random `u` in [0, 1): the nominal wait shortened by the jitter."""
     nominal = min(RECONNECT_MAX, RECONNECT_INITIAL * RECONNECT_MULTIPLIER ** min(attempt, 64))
     return nominal * (1 - RECONNECT_JITTER * u)
+
+
+_MAX_UINT32 = 2**32 - 1
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A trip along a line of stops (journey segments, docs/segments.md):
+    legs `from_stop` .. `to_stop` - 1, leg k running from stop k to stop k+1.
+
+    In a namespace with `max_legs > 0` every request names one, and answers
+    name each leg as "<id>@<leg>" (`"E7@1"`). A `(from_stop, to_stop)` tuple
+    works wherever a Segment does."""
+
+    from_stop: int
+    to_stop: int
+
+    def __post_init__(self) -> None:
+        for name in ("from_stop", "to_stop"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"Segment.{name} must be an int, got {v!r}")
+            if not 0 <= v <= _MAX_UINT32:
+                raise ValueError(f"Segment.{name} must be a stop number >= 0, got {v}")
+
+    def legs(self) -> range:
+        """The legs of the trip: from_stop .. to_stop - 1."""
+        return range(self.from_stop, self.to_stop)
+
+    def resource_ids(self, ids: Iterable[str]) -> List[str]:
+        """The per-leg names the daemon answers with: ["E7@0", "E7@1", ...]."""
+        return [f"{i}@{leg}" for i in check_ids(ids) for leg in self.legs()]
+
+
+SegmentLike = Union[Segment, Tuple[int, int]]
+
+
+def as_segment(segment: Optional[SegmentLike]) -> Optional[Segment]:
+    """None, a Segment, or a (from_stop, to_stop) pair -> Optional[Segment]."""
+    if segment is None or isinstance(segment, Segment):
+        return segment
+    if isinstance(segment, (tuple, list)) and len(segment) == 2:
+        return Segment(segment[0], segment[1])
+    raise TypeError(f"segment must be a Segment or a (from_stop, to_stop) pair, got {segment!r}")
 
 
 class ResourceState(enum.IntEnum):
@@ -124,38 +168,52 @@ def check_timeout(timeout: Optional[float], default: float) -> float:
 
 # ---- requests -------------------------------------------------------------
 
-def hold_req(namespace: str, partition: str, ids: Sequence[str], ttl_ms: int) -> pb.HoldRequest:
-    return pb.HoldRequest(namespace=namespace, partition=partition, ids=check_ids(ids), ttl_ms=ttl_ms)
+def _with_segment(msg: Any, segment: Optional[SegmentLike]) -> Any:
+    seg = as_segment(segment)
+    if seg is not None:  # unset on the wire when None: namespaces without legs refuse one
+        msg.segment.from_stop = seg.from_stop
+        msg.segment.to_stop = seg.to_stop
+    return msg
 
 
-def extend_req(namespace, partition, ids, token, ttl_ms) -> pb.ExtendRequest:
-    return pb.ExtendRequest(namespace=namespace, partition=partition, ids=check_ids(ids),
-                            token=token, ttl_ms=ttl_ms)
+def hold_req(namespace: str, partition: str, ids: Sequence[str], ttl_ms: int,
+             segment: Optional[SegmentLike] = None) -> pb.HoldRequest:
+    return _with_segment(pb.HoldRequest(namespace=namespace, partition=partition,
+                                        ids=check_ids(ids), ttl_ms=ttl_ms), segment)
 
 
-def release_req(namespace, partition, ids, token) -> pb.ReleaseRequest:
-    return pb.ReleaseRequest(namespace=namespace, partition=partition, ids=check_ids(ids), token=token)
+def extend_req(namespace, partition, ids, token, ttl_ms, segment=None) -> pb.ExtendRequest:
+    return _with_segment(pb.ExtendRequest(namespace=namespace, partition=partition,
+                                          ids=check_ids(ids), token=token, ttl_ms=ttl_ms), segment)
 
 
-def confirm_req(namespace, partition, ids, token, idempotency_key, reference, payload) -> pb.ConfirmRequest:
+def release_req(namespace, partition, ids, token, segment=None) -> pb.ReleaseRequest:
+    return _with_segment(pb.ReleaseRequest(namespace=namespace, partition=partition,
+                                           ids=check_ids(ids), token=token), segment)
+
+
+def confirm_req(namespace, partition, ids, token, idempotency_key, reference, payload,
+                segment=None) -> pb.ConfirmRequest:
     if not idempotency_key:
         # Checked here because a confirm without a stable key cannot be retried safely.
         raise InvalidArgument("idempotency_key is required", field="idempotency_key")
-    return pb.ConfirmRequest(namespace=namespace, partition=partition, ids=check_ids(ids), token=token,
-                             idempotency_key=idempotency_key, reference=reference,
-                             payload=bytes(payload))
+    return _with_segment(pb.ConfirmRequest(namespace=namespace, partition=partition,
+                                           ids=check_ids(ids), token=token,
+                                           idempotency_key=idempotency_key, reference=reference,
+                                           payload=bytes(payload)), segment)
 
 
-def cancel_req(namespace, partition, ids, idempotency_key, reference) -> pb.CancelRequest:
+def cancel_req(namespace, partition, ids, idempotency_key, reference, segment=None) -> pb.CancelRequest:
     if not idempotency_key:
         raise InvalidArgument("idempotency_key is required", field="idempotency_key")
-    return pb.CancelRequest(namespace=namespace, partition=partition, ids=check_ids(ids),
-                            idempotency_key=idempotency_key, reference=reference)
+    return _with_segment(pb.CancelRequest(namespace=namespace, partition=partition,
+                                          ids=check_ids(ids), idempotency_key=idempotency_key,
+                                          reference=reference), segment)
 
 
-def status_req(namespace, partition, ids, token) -> pb.StatusRequest:
-    return pb.StatusRequest(namespace=namespace, partition=partition, ids=check_ids(ids),
-                            token=token or "")
+def status_req(namespace, partition, ids, token, segment=None) -> pb.StatusRequest:
+    return _with_segment(pb.StatusRequest(namespace=namespace, partition=partition,
+                                          ids=check_ids(ids), token=token or ""), segment)
 
 
 def envelope(method: str, msg: Any, correlation_id: Optional[str], seconds: float) -> pb.Request:
@@ -216,8 +274,9 @@ def hold_repr(h: Any) -> str:
     # Deliberately leaves out the token.
     state = "active" if h.active else "finished"
     deg = ", degraded=True" if h.degraded else ""
+    seg = f", segment=({h.segment.from_stop}, {h.segment.to_stop})" if h.segment else ""
     return (f"{type(h).__name__}(namespace={h.namespace!r}, partition={h.partition!r}, "
-            f"ids={list(h.ids)!r}, fence={h.fence}, ttl_ms={h.ttl_ms}{deg}, {state})")
+            f"ids={list(h.ids)!r}{seg}, fence={h.fence}, ttl_ms={h.ttl_ms}{deg}, {state})")
 
 
 def scope_exit_failed(h: Any, err: HoldfastError, body_raised: bool) -> None:

@@ -225,53 +225,61 @@ class AsyncClient:
     # ---- API (mirrors Client) --------------------------------------------
 
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
-             timeout: Optional[float] = None,
+             segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
              correlation_id: Optional[str] = None) -> "_HoldCall":
         """`h = await client.hold(...)`, or `async with client.hold(...) as h:`
-        which releases on exit."""
-        return _HoldCall(self._hold(namespace, partition, m.check_ids(ids), ttl_ms, timeout,
+        which releases on exit. `segment` as in Client.hold."""
+        return _HoldCall(self._hold(namespace, partition, m.check_ids(ids), ttl_ms,
+                                    m.as_segment(segment), timeout,
                                     correlation_id or m.new_correlation_id()))
 
-    async def _hold(self, namespace, partition, ids, ttl_ms, timeout, cid) -> "AsyncHold":
-        r, resp = await self._call("hold", m.hold_req(namespace, partition, ids, ttl_ms), timeout, cid)
+    async def _hold(self, namespace, partition, ids, ttl_ms, seg, timeout, cid) -> "AsyncHold":
+        r, resp = await self._call("hold", m.hold_req(namespace, partition, ids, ttl_ms, seg),
+                                   timeout, cid)
         return AsyncHold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
-                         degraded=resp.degraded)
+                         degraded=resp.degraded, segment=seg)
 
     async def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-                     ttl_ms: int = 0, timeout: Optional[float] = None,
+                     ttl_ms: int = 0, segment: Optional[m.SegmentLike] = None,
+                     timeout: Optional[float] = None,
                      correlation_id: Optional[str] = None) -> int:
-        r, _ = await self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms),
+        r, _ = await self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms,
+                                                       segment),
                                 timeout, correlation_id)
         return r.ttl_ms
 
     async def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-                      timeout: Optional[float] = None,
+                      segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
                       correlation_id: Optional[str] = None) -> int:
-        r, _ = await self._call("release", m.release_req(namespace, partition, ids, token), timeout,
-                                correlation_id)
+        r, _ = await self._call("release", m.release_req(namespace, partition, ids, token, segment),
+                                timeout, correlation_id)
         return r.released
 
     async def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                       idempotency_key: str, reference: str = "", payload: bytes = b"",
-                      timeout: Optional[float] = None,
+                      segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
                       correlation_id: Optional[str] = None) -> m.ConfirmResult:
         r, _ = await self._call("confirm", m.confirm_req(namespace, partition, ids, token,
-                                                         idempotency_key, reference, payload),
+                                                         idempotency_key, reference, payload,
+                                                         segment),
                                 timeout, correlation_id)
         return m.confirm_result(r)
 
     async def cancel(self, namespace: str, partition: str, ids: Sequence[str], *,
-                     idempotency_key: str, reference: str = "", timeout: Optional[float] = None,
+                     idempotency_key: str, reference: str = "",
+                     segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
                      correlation_id: Optional[str] = None) -> m.CancelResult:
         r, _ = await self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key,
-                                                       reference), timeout, correlation_id)
+                                                       reference, segment),
+                                timeout, correlation_id)
         return m.cancel_result(r)
 
     async def status(self, namespace: str, partition: str, ids: Sequence[str], *,
-                     token: Optional[str] = None, timeout: Optional[float] = None,
+                     token: Optional[str] = None, segment: Optional[m.SegmentLike] = None,
+                     timeout: Optional[float] = None,
                      correlation_id: Optional[str] = None) -> List[m.ResourceStatus]:
-        r, _ = await self._call("status", m.status_req(namespace, partition, ids, token), timeout,
-                                correlation_id)
+        r, _ = await self._call("status", m.status_req(namespace, partition, ids, token, segment),
+                                timeout, correlation_id)
         return m.status_result(r)
 
     async def health(self, *, timeout: Optional[float] = None,
@@ -305,16 +313,17 @@ class _HoldCall:
 
 
 class AsyncHold:
-    """A granted hold (asyncio). Same contract as Hold; the token never
-    appears in repr/str."""
+    """A granted hold (asyncio). Same contract as Hold (it remembers its
+    `segment` too); the token never appears in repr/str."""
 
     def __init__(self, client: AsyncClient, namespace: str, partition: str, ids: Sequence[str],
                  token: str, fence: int, ttl_ms: int, correlation_id: str,
-                 degraded: bool = False) -> None:
+                 degraded: bool = False, segment: Optional[m.SegmentLike] = None) -> None:
         self._client = client
         self.namespace = namespace
         self.partition = partition
         self.ids = tuple(ids)
+        self.segment = m.as_segment(segment)
         self._token = token
         self.fence = fence
         self.ttl_ms = ttl_ms
@@ -332,13 +341,15 @@ class AsyncHold:
 
     async def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None) -> int:
         self.ttl_ms = await self._client.extend(self.namespace, self.partition, self.ids,
-                                                self._token, ttl_ms=ttl_ms, timeout=timeout,
+                                                self._token, ttl_ms=ttl_ms, segment=self.segment,
+                                                timeout=timeout,
                                                 correlation_id=self.correlation_id)
         return self.ttl_ms
 
     async def release(self, *, timeout: Optional[float] = None) -> int:
         n = await self._client.release(self.namespace, self.partition, self.ids, self._token,
-                                       timeout=timeout, correlation_id=self.correlation_id)
+                                       segment=self.segment, timeout=timeout,
+                                       correlation_id=self.correlation_id)
         self._active = False
         return n
 
@@ -346,14 +357,14 @@ class AsyncHold:
                       timeout: Optional[float] = None) -> m.ConfirmResult:
         res = await self._client.confirm(self.namespace, self.partition, self.ids, self._token,
                                          idempotency_key=idempotency_key, reference=reference,
-                                         payload=payload, timeout=timeout,
+                                         payload=payload, segment=self.segment, timeout=timeout,
                                          correlation_id=self.correlation_id)
         self._active = False
         return res
 
     async def status(self, *, timeout: Optional[float] = None) -> List[m.ResourceStatus]:
         return await self._client.status(self.namespace, self.partition, self.ids,
-                                         token=self._token, timeout=timeout,
+                                         token=self._token, segment=self.segment, timeout=timeout,
                                          correlation_id=self.correlation_id)
 
     async def __aenter__(self) -> "AsyncHold":

@@ -297,57 +297,70 @@ class Client:
     # ---- API --------------------------------------------------------------
 
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
-             timeout: Optional[float] = None, correlation_id: Optional[str] = None) -> "Hold":
+             segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
+             correlation_id: Optional[str] = None) -> "Hold":
         """Hold every id of `ids` in one partition, all or nothing.
 
         Returns a Hold; use it as a context manager to release it on exit.
-        ttl_ms=0 uses the namespace's default TTL."""
+        ttl_ms=0 uses the namespace's default TTL. `segment` (a Segment or a
+        (from_stop, to_stop) pair) holds legs from_stop .. to_stop - 1 of each
+        id, in a namespace with max_legs (and only there); the Hold remembers
+        it for its extend, release, confirm, status and scope exit."""
         ids = m.check_ids(ids)
+        seg = m.as_segment(segment)
         cid = correlation_id or m.new_correlation_id()
-        r, resp = self._call("hold", m.hold_req(namespace, partition, ids, ttl_ms), timeout, cid)
+        r, resp = self._call("hold", m.hold_req(namespace, partition, ids, ttl_ms, seg), timeout,
+                             cid)
         return Hold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
-                    degraded=resp.degraded)
+                    degraded=resp.degraded, segment=seg)
 
     def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-               ttl_ms: int = 0, timeout: Optional[float] = None,
-               correlation_id: Optional[str] = None) -> int:
+               ttl_ms: int = 0, segment: Optional[m.SegmentLike] = None,
+               timeout: Optional[float] = None, correlation_id: Optional[str] = None) -> int:
         """Stretch a hold's TTL (owner-checked); returns the TTL applied."""
-        r, _ = self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms), timeout,
-                       correlation_id)
+        r, _ = self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms, segment),
+                          timeout, correlation_id)
         return r.ttl_ms
 
     def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-                timeout: Optional[float] = None, correlation_id: Optional[str] = None) -> int:
+                segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
+                correlation_id: Optional[str] = None) -> int:
         """Give a hold back (owner-checked); returns how many ids were released."""
-        r, _ = self._call("release", m.release_req(namespace, partition, ids, token), timeout,
-                       correlation_id)
+        r, _ = self._call("release", m.release_req(namespace, partition, ids, token, segment),
+                          timeout, correlation_id)
         return r.released
 
     def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                 idempotency_key: str, reference: str = "", payload: bytes = b"",
-                timeout: Optional[float] = None,
+                segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
                 correlation_id: Optional[str] = None) -> m.ConfirmResult:
         """Turn a hold into a durable claim. Retry with the same idempotency_key
         after Unavailable/DeadlineExceeded: a confirm that committed answers
         again with its stored result (`replayed=True`)."""
         r, _ = self._call("confirm", m.confirm_req(namespace, partition, ids, token, idempotency_key,
-                                                reference, payload), timeout, correlation_id)
+                                                   reference, payload, segment),
+                          timeout, correlation_id)
         return m.confirm_result(r)
 
     def cancel(self, namespace: str, partition: str, ids: Sequence[str], *, idempotency_key: str,
-               reference: str = "", timeout: Optional[float] = None,
+               reference: str = "", segment: Optional[m.SegmentLike] = None,
+               timeout: Optional[float] = None,
                correlation_id: Optional[str] = None) -> m.CancelResult:
-        """Remove confirmed claims so the resources can be sold again."""
-        r, _ = self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key, reference),
-                       timeout, correlation_id)
+        """Remove confirmed claims so the resources can be sold again (with
+        `segment`: only those legs)."""
+        r, _ = self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key,
+                                                 reference, segment),
+                          timeout, correlation_id)
         return m.cancel_result(r)
 
     def status(self, namespace: str, partition: str, ids: Sequence[str], *,
-               token: Optional[str] = None, timeout: Optional[float] = None,
+               token: Optional[str] = None, segment: Optional[m.SegmentLike] = None,
+               timeout: Optional[float] = None,
                correlation_id: Optional[str] = None) -> List[m.ResourceStatus]:
-        """Diagnostic state of each id; never permission for anything."""
-        r, _ = self._call("status", m.status_req(namespace, partition, ids, token), timeout,
-                       correlation_id)
+        """Diagnostic state of each id (with `segment`: of each leg, "<id>@<leg>");
+        never permission for anything."""
+        r, _ = self._call("status", m.status_req(namespace, partition, ids, token, segment),
+                          timeout, correlation_id)
         return m.status_result(r)
 
     def health(self, *, timeout: Optional[float] = None,
@@ -364,15 +377,18 @@ class Hold:
     """A granted hold. The token is available as `.token` but never shown by
     repr/str. As a context manager it releases the hold on exit unless it was
     released or confirmed through it; an expired hold (NOT_HELD), one taken
-    over since (HELD_BY_ANOTHER) or sold (CONFIRMED) is not an error there."""
+    over since (HELD_BY_ANOTHER) or sold (CONFIRMED) is not an error there.
+    `segment` is the journey segment it holds (None outside namespaces with
+    legs); every later call through it acts on the same legs."""
 
     def __init__(self, client: Client, namespace: str, partition: str, ids: Sequence[str],
                  token: str, fence: int, ttl_ms: int, correlation_id: str,
-                 degraded: bool = False) -> None:
+                 degraded: bool = False, segment: Optional[m.SegmentLike] = None) -> None:
         self._client = client
         self.namespace = namespace
         self.partition = partition
         self.ids = tuple(ids)
+        self.segment = m.as_segment(segment)
         self._token = token
         self.fence = fence
         self.ttl_ms = ttl_ms
@@ -392,13 +408,14 @@ class Hold:
 
     def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None) -> int:
         self.ttl_ms = self._client.extend(self.namespace, self.partition, self.ids, self._token,
-                                          ttl_ms=ttl_ms, timeout=timeout,
+                                          ttl_ms=ttl_ms, segment=self.segment, timeout=timeout,
                                           correlation_id=self.correlation_id)
         return self.ttl_ms
 
     def release(self, *, timeout: Optional[float] = None) -> int:
         n = self._client.release(self.namespace, self.partition, self.ids, self._token,
-                                 timeout=timeout, correlation_id=self.correlation_id)
+                                 segment=self.segment, timeout=timeout,
+                                 correlation_id=self.correlation_id)
         self._active = False
         return n
 
@@ -406,14 +423,15 @@ class Hold:
                 timeout: Optional[float] = None) -> m.ConfirmResult:
         res = self._client.confirm(self.namespace, self.partition, self.ids, self._token,
                                    idempotency_key=idempotency_key, reference=reference,
-                                   payload=payload, timeout=timeout,
+                                   payload=payload, segment=self.segment, timeout=timeout,
                                    correlation_id=self.correlation_id)
         self._active = False  # the daemon released/marked the hold after committing
         return res
 
     def status(self, *, timeout: Optional[float] = None) -> List[m.ResourceStatus]:
         return self._client.status(self.namespace, self.partition, self.ids, token=self._token,
-                                   timeout=timeout, correlation_id=self.correlation_id)
+                                   segment=self.segment, timeout=timeout,
+                                   correlation_id=self.correlation_id)
 
     def __enter__(self) -> "Hold":
         return self

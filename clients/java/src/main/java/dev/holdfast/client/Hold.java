@@ -2,6 +2,7 @@ package dev.holdfast.client;
 
 import java.time.Duration;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 
@@ -11,7 +12,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <p>Closing it releases it, so try-with-resources gives the resources back whatever happens in the
  * block; after a successful {@link #confirm} or {@link #release} closing does nothing. An expired,
  * taken-over or sold hold closes quietly (see {@link #close()}). The hold's token is a secret:
- * {@link #toString()} never shows it.
+ * {@link #toString()} never shows it. A hold taken on a journey {@link Segment} keeps it: every
+ * call through the hold, and closing it, acts on the same legs.
  *
  * <pre>{@code
  * try (Hold hold = client.hold("seat", run, List.of("E7", "E8", "E9"), Duration.ofMinutes(2))) {
@@ -25,6 +27,7 @@ public final class Hold implements AutoCloseable {
   private final String namespace;
   private final String partition;
   private final List<String> ids;
+  private final Segment segment; // null: none
   private final String token;
   private final long fence;
   private final Duration ttl;
@@ -36,6 +39,7 @@ public final class Hold implements AutoCloseable {
       String namespace,
       String partition,
       List<String> ids,
+      Segment segment,
       String token,
       long fence,
       Duration ttl,
@@ -44,6 +48,7 @@ public final class Hold implements AutoCloseable {
     this.namespace = namespace;
     this.partition = partition;
     this.ids = ids;
+    this.segment = segment;
     this.token = token;
     this.fence = fence;
     this.ttl = ttl;
@@ -60,6 +65,11 @@ public final class Hold implements AutoCloseable {
 
   public List<String> ids() {
     return ids;
+  }
+
+  /** The journey segment this hold covers; empty outside namespaces with legs. */
+  public Optional<Segment> segment() {
+    return Optional.ofNullable(segment);
   }
 
   /**
@@ -128,7 +138,8 @@ public final class Hold implements AutoCloseable {
 
   /** This hold's resources, with {@code owned} set where this token still holds them. */
   public List<ResourceStatus> status() {
-    return HoldfastClient.await(client.statusAsync(namespace, partition, ids, token, null));
+    return HoldfastClient.await(
+        client.statusAsync(namespace, partition, ids, token, segment, null));
   }
 
   /**
@@ -167,6 +178,7 @@ public final class Hold implements AutoCloseable {
         + "/"
         + partition
         + ids
+        + (segment != null ? " segment=" + segment.fromStop() + "->" + segment.toStop() : "")
         + " fence="
         + Long.toUnsignedString(fence)
         + " ttl="

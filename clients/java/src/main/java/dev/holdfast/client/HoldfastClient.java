@@ -231,15 +231,35 @@ public final class HoldfastClient implements AutoCloseable {
    */
   public CompletableFuture<Hold> holdAsync(
       String namespace, String partition, List<String> ids, Duration ttl, CallOptions opts) {
+    return holdAsync(namespace, partition, ids, null, ttl, opts);
+  }
+
+  /**
+   * Takes an expiring hold on legs {@code segment.fromStop()} … {@code segment.toStop() - 1} of
+   * each id, in a namespace with {@code max_legs} (journey segments; {@code null}: no segment, as
+   * in the overloads without one). The hold keeps its segment: {@link Hold#extend}, {@link
+   * Hold#release}, {@link Hold#confirm}, {@link Hold#status} and {@link Hold#close} act on the same
+   * legs. An overlapping trip fails with {@link HoldfastException.HeldByAnother} or {@link
+   * HoldfastException.Confirmed} naming the leg ({@code "E7@1"}).
+   */
+  public CompletableFuture<Hold> holdAsync(
+      String namespace,
+      String partition,
+      List<String> ids,
+      Segment segment,
+      Duration ttl,
+      CallOptions opts) {
     List<String> idList = List.copyOf(ids);
-    Request.Builder req =
-        Request.newBuilder()
-            .setHold(
-                HoldRequest.newBuilder()
-                    .setNamespace(namespace)
-                    .setPartition(partition)
-                    .addAllIds(idList)
-                    .setTtlMs(ttlMs(ttl)));
+    HoldRequest.Builder hold =
+        HoldRequest.newBuilder()
+            .setNamespace(namespace)
+            .setPartition(partition)
+            .addAllIds(idList)
+            .setTtlMs(ttlMs(ttl));
+    if (segment != null) {
+      hold.setSegment(segment.toProto());
+    }
+    Request.Builder req = Request.newBuilder().setHold(hold);
     return call("hold", req, opts)
         .thenApply(
             r -> {
@@ -251,6 +271,7 @@ public final class HoldfastClient implements AutoCloseable {
                   namespace,
                   partition,
                   idList,
+                  segment,
                   r.getHold().getToken(),
                   r.getHold().getFence(),
                   Duration.ofMillis(Integer.toUnsignedLong(r.getHold().getTtlMs())),
@@ -259,12 +280,31 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public Hold hold(String namespace, String partition, List<String> ids, Duration ttl) {
-    return await(holdAsync(namespace, partition, ids, ttl, null));
+    return await(holdAsync(namespace, partition, ids, null, ttl, null));
   }
 
   public Hold hold(
       String namespace, String partition, List<String> ids, Duration ttl, CallOptions opts) {
-    return await(holdAsync(namespace, partition, ids, ttl, opts));
+    return await(holdAsync(namespace, partition, ids, null, ttl, opts));
+  }
+
+  /**
+   * Holds legs of a journey segment; see {@link #holdAsync(String, String, List, Segment, Duration,
+   * CallOptions)}.
+   */
+  public Hold hold(
+      String namespace, String partition, List<String> ids, Segment segment, Duration ttl) {
+    return await(holdAsync(namespace, partition, ids, segment, ttl, null));
+  }
+
+  public Hold hold(
+      String namespace,
+      String partition,
+      List<String> ids,
+      Segment segment,
+      Duration ttl,
+      CallOptions opts) {
+    return await(holdAsync(namespace, partition, ids, segment, ttl, opts));
   }
 
   /**
@@ -272,7 +312,14 @@ public final class HoldfastClient implements AutoCloseable {
    * sent; the fence and TTL are unknown (zero).
    */
   public Hold resume(String namespace, String partition, List<String> ids, String token) {
-    return new Hold(this, namespace, partition, List.copyOf(ids), token, 0, Duration.ZERO, false);
+    return resume(namespace, partition, ids, null, token);
+  }
+
+  /** Resumes a hold taken with a journey segment ({@code null}: none). */
+  public Hold resume(
+      String namespace, String partition, List<String> ids, Segment segment, String token) {
+    return new Hold(
+        this, namespace, partition, List.copyOf(ids), segment, token, 0, Duration.ZERO, false);
   }
 
   /**
@@ -289,6 +336,7 @@ public final class HoldfastClient implements AutoCloseable {
                     .addAllIds(hold.ids())
                     .setToken(hold.token())
                     .setTtlMs(ttlMs(ttl)));
+    hold.segment().ifPresent(s -> req.getExtendBuilder().setSegment(s.toProto()));
     return call("extend", req, opts)
         .thenApply(
             r -> {
@@ -317,6 +365,7 @@ public final class HoldfastClient implements AutoCloseable {
                     .setPartition(hold.partition())
                     .addAllIds(hold.ids())
                     .setToken(hold.token()));
+    hold.segment().ifPresent(s -> req.getReleaseBuilder().setSegment(s.toProto()));
     return call("release", req, opts)
         .thenApply(
             r -> {
@@ -357,6 +406,7 @@ public final class HoldfastClient implements AutoCloseable {
                     .setIdempotencyKey(confirm.idempotencyKey())
                     .setReference(confirm.reference())
                     .setPayload(ByteString.copyFrom(confirm.payload())));
+    hold.segment().ifPresent(s -> req.getConfirmBuilder().setSegment(s.toProto()));
     return call("confirm", req, opts)
         .thenApply(
             r -> {
@@ -399,15 +449,33 @@ public final class HoldfastClient implements AutoCloseable {
       String idempotencyKey,
       String reference,
       CallOptions opts) {
-    Request.Builder req =
-        Request.newBuilder()
-            .setCancel(
-                CancelRequest.newBuilder()
-                    .setNamespace(namespace)
-                    .setPartition(partition)
-                    .addAllIds(ids)
-                    .setIdempotencyKey(idempotencyKey)
-                    .setReference(reference == null ? "" : reference));
+    return cancelAsync(namespace, partition, ids, null, idempotencyKey, reference, opts);
+  }
+
+  /**
+   * Cancels legs {@code segment.fromStop()} … {@code segment.toStop() - 1} of each id, in a
+   * namespace with {@code max_legs} ({@code null}: no segment): only those legs are freed, and only
+   * when every one of them is claimed under {@code reference}.
+   */
+  public CompletableFuture<CancelResult> cancelAsync(
+      String namespace,
+      String partition,
+      List<String> ids,
+      Segment segment,
+      String idempotencyKey,
+      String reference,
+      CallOptions opts) {
+    CancelRequest.Builder cancel =
+        CancelRequest.newBuilder()
+            .setNamespace(namespace)
+            .setPartition(partition)
+            .addAllIds(ids)
+            .setIdempotencyKey(idempotencyKey)
+            .setReference(reference == null ? "" : reference);
+    if (segment != null) {
+      cancel.setSegment(segment.toProto());
+    }
+    Request.Builder req = Request.newBuilder().setCancel(cancel);
     return call("cancel", req, opts)
         .thenApply(
             r -> {
@@ -437,34 +505,82 @@ public final class HoldfastClient implements AutoCloseable {
     return await(cancelAsync(namespace, partition, ids, idempotencyKey, reference, opts));
   }
 
+  public CancelResult cancel(
+      String namespace,
+      String partition,
+      List<String> ids,
+      Segment segment,
+      String idempotencyKey,
+      String reference) {
+    return await(cancelAsync(namespace, partition, ids, segment, idempotencyKey, reference, null));
+  }
+
+  public CancelResult cancel(
+      String namespace,
+      String partition,
+      List<String> ids,
+      Segment segment,
+      String idempotencyKey,
+      String reference,
+      CallOptions opts) {
+    return await(cancelAsync(namespace, partition, ids, segment, idempotencyKey, reference, opts));
+  }
+
   /**
    * Reports the state of resources. Diagnostic only: the answer may be stale on arrival and grants
    * nothing.
    */
   public CompletableFuture<List<ResourceStatus>> statusAsync(
       String namespace, String partition, List<String> ids, CallOptions opts) {
-    return statusAsync(namespace, partition, ids, "", opts);
+    return statusAsync(namespace, partition, ids, "", null, opts);
+  }
+
+  /**
+   * Reports the state of each leg {@code segment.fromStop()} … {@code segment.toStop() - 1} of
+   * each id ({@code "<id>@<leg>"}), in a namespace with {@code max_legs} ({@code null}: no
+   * segment).
+   */
+  public CompletableFuture<List<ResourceStatus>> statusAsync(
+      String namespace, String partition, List<String> ids, Segment segment, CallOptions opts) {
+    return statusAsync(namespace, partition, ids, "", segment, opts);
   }
 
   public List<ResourceStatus> status(String namespace, String partition, List<String> ids) {
-    return await(statusAsync(namespace, partition, ids, null));
+    return await(statusAsync(namespace, partition, ids, "", null, null));
   }
 
   public List<ResourceStatus> status(
       String namespace, String partition, List<String> ids, CallOptions opts) {
-    return await(statusAsync(namespace, partition, ids, opts));
+    return await(statusAsync(namespace, partition, ids, "", null, opts));
+  }
+
+  public List<ResourceStatus> status(
+      String namespace, String partition, List<String> ids, Segment segment) {
+    return await(statusAsync(namespace, partition, ids, "", segment, null));
+  }
+
+  public List<ResourceStatus> status(
+      String namespace, String partition, List<String> ids, Segment segment, CallOptions opts) {
+    return await(statusAsync(namespace, partition, ids, "", segment, opts));
   }
 
   CompletableFuture<List<ResourceStatus>> statusAsync(
-      String namespace, String partition, List<String> ids, String token, CallOptions opts) {
-    Request.Builder req =
-        Request.newBuilder()
-            .setStatus(
-                StatusRequest.newBuilder()
-                    .setNamespace(namespace)
-                    .setPartition(partition)
-                    .addAllIds(ids)
-                    .setToken(token));
+      String namespace,
+      String partition,
+      List<String> ids,
+      String token,
+      Segment segment,
+      CallOptions opts) {
+    StatusRequest.Builder status =
+        StatusRequest.newBuilder()
+            .setNamespace(namespace)
+            .setPartition(partition)
+            .addAllIds(ids)
+            .setToken(token);
+    if (segment != null) {
+      status.setSegment(segment.toProto());
+    }
+    Request.Builder req = Request.newBuilder().setStatus(status);
     return call("status", req, opts)
         .thenApply(
             r -> {

@@ -1,0 +1,253 @@
+package dev.holdfast.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.holdfast.v1.ResourceState;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Journey segments against the real daemon ({@code docs/segments.md}): the test stack's {@code
+ * train} namespace (tools/devstack.sh) has {@code max_legs = 8}, so every request there names a
+ * segment and acts on legs fromStop … toStop - 1; answers name a leg {@code "<id>@<leg>"}. Also:
+ * strings holding a NUL byte are refused by the daemon ({@code INVALID_ARGUMENT} naming the field)
+ * before anything is written; Java strings carry NUL freely and this client sends them as they are.
+ */
+@ExtendWith(LiveDaemon.class)
+class SegmentLiveTest {
+  private static final String TRAIN = "train";
+  private static final String SEAT = "seat";
+  private static final Duration TTL = Duration.ofSeconds(30);
+  private static final ResourceState FREE = ResourceState.RESOURCE_STATE_FREE;
+  private static final ResourceState HELD = ResourceState.RESOURCE_STATE_HELD;
+  private static final ResourceState CONFIRMED = ResourceState.RESOURCE_STATE_CONFIRMED;
+
+  private final List<HoldfastClient> clients = new ArrayList<>();
+  private String partition;
+
+  @BeforeEach
+  void setUp(TestInfo info) {
+    LiveDaemon.Stack s = LiveDaemon.stack;
+    assumeTrue(s.skipReason == null, s.skipReason);
+    if (s.failure != null) {
+      fail("live daemon did not start: " + s.failure);
+    }
+    partition =
+        "java-" + info.getTestMethod().map(m -> m.getName()).orElse("t") + "-" + System.nanoTime();
+  }
+
+  @AfterEach
+  void tearDown() {
+    clients.forEach(HoldfastClient::close);
+  }
+
+  private HoldfastClient client() {
+    HoldfastClient c =
+        HoldfastClient.builder(LiveDaemon.stack.socket)
+            .defaultTimeout(Duration.ofSeconds(5))
+            .connect();
+    clients.add(c);
+    return c;
+  }
+
+  private Map<String, ResourceState> legs(HoldfastClient c, String seat, int from, int to) {
+    Map<String, ResourceState> out = new LinkedHashMap<>();
+    for (ResourceStatus r : c.status(TRAIN, partition, List.of(seat), Segment.of(from, to))) {
+      out.put(r.id(), r.state());
+    }
+    return out;
+  }
+
+  private static List<String> claimed(Confirmation conf) {
+    return conf.claims().stream().map(Confirmation.Claim::resourceId).sorted().toList();
+  }
+
+  private void buy(HoldfastClient c, String seat, Segment segment, String reference) {
+    try (Hold h = c.hold(TRAIN, partition, List.of(seat), segment, TTL)) {
+      h.confirm(ConfirmOptions.of(reference + "-" + partition, reference));
+    }
+  }
+
+  // ---- journey segments --------------------------------------------------------------------
+
+  @Test
+  void adjacentSegmentsOfOneSeatSellToTwoTravellers() {
+    HoldfastClient c = client();
+    // Seoul (0) -> Daejeon (2) for Alice, Daejeon (2) -> Busan (4) for Bob.
+    try (Hold alice = c.hold(TRAIN, partition, List.of("E7"), Segment.of(0, 2), TTL);
+        Hold bob = c.hold(TRAIN, partition, List.of("E7"), Segment.of(2, 4), TTL)) {
+      assertEquals(Segment.of(0, 2), alice.segment().orElseThrow());
+      List<ResourceStatus> mine = alice.status();
+      assertEquals(List.of("E7@0", "E7@1"), mine.stream().map(ResourceStatus::id).toList());
+      assertTrue(mine.stream().allMatch(ResourceStatus::owned), mine.toString());
+      assertEquals(Duration.ofMinutes(1), alice.extend(Duration.ofMinutes(1)));
+      Confirmation a = alice.confirm(ConfirmOptions.of("alice-" + partition, "order-a"));
+      Confirmation b = bob.confirm(ConfirmOptions.of("bob-" + partition, "order-b"));
+      assertEquals(List.of("E7@0", "E7@1"), claimed(a));
+      assertEquals(List.of("E7@2", "E7@3"), claimed(b));
+    }
+    assertEquals(
+        Map.of(
+            "E7@0", CONFIRMED, "E7@1", CONFIRMED, "E7@2", CONFIRMED, "E7@3", CONFIRMED,
+            "E7@4", FREE, "E7@5", FREE),
+        legs(c, "E7", 0, 6));
+  }
+
+  @Test
+  void anOverlappingHoldIsRefusedNamingTheLeg() {
+    HoldfastClient c = client();
+    HoldfastClient other = client();
+    try (Hold carol = c.hold(TRAIN, partition, List.of("E7"), Segment.of(0, 2), TTL)) {
+      // 1 -> 3 shares leg 1 with Carol's hold.
+      HoldfastException.HeldByAnother held =
+          assertThrows(
+              HoldfastException.HeldByAnother.class,
+              () -> other.hold(TRAIN, partition, List.of("E7"), Segment.of(1, 3), TTL));
+      assertEquals("E7@1", held.getResourceId());
+      assertEquals(Map.of("E7@2", FREE), legs(c, "E7", 2, 3)); // all or nothing
+      carol.confirm(ConfirmOptions.of("carol-" + partition, "order-c"));
+    }
+    HoldfastException.Confirmed sold =
+        assertThrows(
+            HoldfastException.Confirmed.class,
+            () -> other.hold(TRAIN, partition, List.of("E7"), Segment.of(1, 3), TTL));
+    assertEquals("E7@1", sold.getResourceId());
+    try (Hold dave = other.hold(TRAIN, partition, List.of("E7"), Segment.of(2, 3), TTL)) {
+      assertFalse(dave.token().isEmpty()); // the trip after hers is for sale
+    }
+  }
+
+  @Test
+  void aCancelFreesOnlyItsLegs() {
+    HoldfastClient c = client();
+    buy(c, "B2", Segment.of(0, 2), "order-1");
+    buy(c, "B2", Segment.of(2, 4), "order-2");
+    // The reference is the one the confirm was made with.
+    CancelResult r =
+        c.cancel(TRAIN, partition, List.of("B2"), Segment.of(0, 2), "refund-" + partition, "order-1");
+    assertEquals(2, r.cancelled());
+    assertFalse(r.replayed());
+    assertEquals(
+        Map.of("B2@0", FREE, "B2@1", FREE, "B2@2", CONFIRMED, "B2@3", CONFIRMED),
+        legs(c, "B2", 0, 4));
+    try (Hold again = c.hold(TRAIN, partition, List.of("B2"), Segment.of(0, 2), TTL)) {
+      assertFalse(again.token().isEmpty());
+    }
+    HoldfastException.Confirmed sold =
+        assertThrows(
+            HoldfastException.Confirmed.class,
+            () -> c.hold(TRAIN, partition, List.of("B2"), Segment.of(1, 3), TTL));
+    assertEquals("B2@2", sold.getResourceId());
+  }
+
+  @Test
+  void closeAndReleaseActOnTheHoldsLegs() {
+    HoldfastClient c = client();
+    try (Hold h = c.hold(TRAIN, partition, List.of("C3", "C4"), Segment.of(5, 8), TTL)) {
+      assertEquals(Segment.of(5, 8), h.segment().orElseThrow());
+      assertEquals(
+          Map.of("C4@4", FREE, "C4@5", HELD, "C4@6", HELD, "C4@7", HELD), legs(c, "C4", 4, 8));
+    }
+    for (String seat : List.of("C3", "C4")) {
+      assertTrue(legs(c, seat, 5, 8).values().stream().allMatch(FREE::equals), seat);
+    }
+    Hold h2 = c.hold(TRAIN, partition, List.of("C3"), Segment.of(0, 3), TTL);
+    assertEquals(3, h2.release()); // one per leg
+  }
+
+  @Test
+  void aSegmentIsRequiredWithLegsAndRefusedElsewhere() {
+    HoldfastClient c = client();
+    for (Runnable call :
+        List.<Runnable>of(
+            () -> c.hold(TRAIN, partition, List.of("E7"), TTL),
+            () -> c.hold(SEAT, partition, List.of("E7"), Segment.of(0, 1), TTL),
+            () -> c.hold(TRAIN, partition, List.of("E7"), Segment.of(3, 2), TTL))) {
+      HoldfastException.InvalidArgument e =
+          assertThrows(HoldfastException.InvalidArgument.class, call::run);
+      assertEquals("segment", e.getField(), e.getMessage());
+    }
+  }
+
+  // ---- strings with NUL bytes ----------------------------------------------------------------
+
+  private ResourceState seatState(HoldfastClient c, String id) {
+    List<ResourceStatus> st = c.status(SEAT, partition, List.of(id));
+    assertEquals(1, st.size());
+    assertEquals(id, st.get(0).id());
+    return st.get(0).state();
+  }
+
+  @Test
+  void aNulInAnIdIsRefusedAndTakesNothing() {
+    HoldfastClient c = client();
+    HoldfastException.InvalidArgument e =
+        assertThrows(
+            HoldfastException.InvalidArgument.class,
+            () -> c.hold(SEAT, partition, List.of("E\u00007"), TTL));
+    assertEquals("ids[0]", e.getField(), e.getMessage());
+    e =
+        assertThrows(
+            HoldfastException.InvalidArgument.class,
+            () -> c.hold(SEAT, partition, List.of("F1", "E\u00007"), TTL));
+    assertEquals("ids[1]", e.getField(), e.getMessage());
+    // Not cut at the NUL ("E"), and nothing else of the request taken.
+    for (String id : List.of("E", "7", "F1")) {
+      assertEquals(FREE, seatState(c, id), id);
+    }
+  }
+
+  @Test
+  void aNulInAnIdempotencyKeyIsRefused() {
+    HoldfastClient c = client();
+    String key = "order-" + partition;
+    try (Hold h = c.hold(SEAT, partition, List.of("E"), TTL)) {
+      HoldfastException.InvalidArgument e =
+          assertThrows(
+              HoldfastException.InvalidArgument.class,
+              () -> h.confirm(ConfirmOptions.of(key + "\u0000x", "order-1")));
+      assertEquals("idempotency_key", e.getField(), e.getMessage());
+      // Nothing written: still held by this hold, not sold ...
+      ResourceStatus st = h.status().get(0);
+      assertEquals(HELD, st.state());
+      assertTrue(st.owned());
+      // ... and the key cut at the NUL was never stored: a confirm under it is a first one.
+      Confirmation conf = h.confirm(ConfirmOptions.of(key, "order-1"));
+      assertFalse(conf.replayed());
+      assertEquals(List.of("E"), claimed(conf));
+    }
+  }
+
+  @Test
+  void aNulInACancelReferenceIsRefused() {
+    HoldfastClient c = client();
+    try (Hold h = c.hold(SEAT, partition, List.of("E"), TTL)) {
+      h.confirm(ConfirmOptions.of("order-" + partition, "order-1"));
+    }
+    String refund = "refund-" + partition;
+    HoldfastException.InvalidArgument e =
+        assertThrows(
+            HoldfastException.InvalidArgument.class,
+            () -> c.cancel(SEAT, partition, List.of("E"), refund, "order-1\u0000x"));
+    assertEquals("reference", e.getField(), e.getMessage());
+    assertEquals(CONFIRMED, seatState(c, "E"));
+    // The refused cancel stored nothing under its key: the real one is not a replay.
+    CancelResult r = c.cancel(SEAT, partition, List.of("E"), refund, "order-1");
+    assertEquals(1, r.cancelled());
+    assertFalse(r.replayed());
+    assertEquals(FREE, seatState(c, "E"));
+  }
+}
