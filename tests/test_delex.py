@@ -96,12 +96,36 @@ def test_configured_script_release_ignores_delex(workdir, double_factory):
         d.stop()
 
 
+def native_release(redis):
+    """What the server under test offers: "delex" (Redis 8.4+), "delifeq"
+    (Valkey 9) or "script" (Redis 7)."""
+    delex, delifeq = redis.cmd("COMMAND", "INFO", "DELEX", "DELIFEQ")
+    return "delex" if delex else "delifeq" if delifeq else "script"
+
+
 def test_acl_denied_command_info_on_a_real_server_probes(make_daemon, redis):
-    # Redis 7 has no DELEX: the probe's "unknown command" settles on the script.
+    # COMMAND INFO refused: the probes decide (Redis 7: "unknown command" for
+    # both, so the script).
+    expected = native_release(redis)
     redis.cmd("ACL", "SETUSER", "app", "on", ">pw", "~*", "+@all", "-command")
     d = make_daemon(redis_extra='username = "app", password = "pw"')
     with Client(d.socket) as c:
-        assert c.health().health.release_path == "script"
+        assert c.health().health.release_path == expected
         a = c.hold("seat", "acl", ["1"], ttl_ms=5000)
         assert code_name(c.release("seat", "acl", ["1"], a.hold.token).code) == "OK"
     d.wait_log("probing DELEX directly")
+
+
+def test_release_uses_the_servers_own_compare_and_delete(daemon, client, redis):
+    """On Redis 8.4+ DELEX IFEQ, on Valkey 9 DELIFEQ, on Redis 7 the script:
+    the answers are the same on every path."""
+    assert client.health().health.release_path == native_release(redis)
+    a = client.hold("seat", "native", ["1", "2"], ttl_ms=5000)
+    b = client.hold("seat", "native", ["3"], ttl_ms=5000)
+    r = client.release("seat", "native", ["1", "3"], a.hold.token)
+    assert code_name(r.code) == "HELD_BY_ANOTHER" and r.error.resource_id == "3", r
+    assert r.release.released == 1
+    assert code_name(client.release("seat", "native", ["2"], a.hold.token).code) == "OK"
+    r = client.release("seat", "native", ["2"], a.hold.token)
+    assert code_name(r.code) == "NOT_HELD" and r.release.released == 0
+    assert code_name(client.release("seat", "native", ["3"], b.hold.token).code) == "OK"
