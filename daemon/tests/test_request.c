@@ -122,11 +122,11 @@ static void op_unknown(struct hf_request *req) {
 }
 
 static const struct hf_op_def fake_ops[] = {
-    {"now", M_NOW, op_now, HF_OP_RESOURCE, 0},
-    {"later", M_LATER, op_later, 0, 1},
-    {"stuck", M_STUCK, op_stuck, 0, 2},
-    {"probe", M_PROBE, op_probe, 0, 3},
-    {"unknown", HOLDFAST__V1__REQUEST__METHOD__NOT_SET, op_unknown, 0, 4},
+    {"now", M_NOW, op_now, HF_OP_RESOURCE, 0, ~0u},
+    {"later", M_LATER, op_later, 0, 1, ~0u},
+    {"stuck", M_STUCK, op_stuck, 0, 2, ~0u},
+    {"probe", M_PROBE, op_probe, 0, 3, ~0u},
+    {"unknown", HOLDFAST__V1__REQUEST__METHOD__NOT_SET, op_unknown, 0, 4, ~0u},
 };
 static const struct hf_op_table fake_table = {fake_ops, sizeof fake_ops / sizeof fake_ops[0]};
 
