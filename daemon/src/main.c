@@ -228,6 +228,7 @@ static int run(const char *config_path) {
     app->d.ops = hf_ops_table();
     app->d.on_idle = on_idle;
     hf_metrics_set_ops(app->d.ops);
+    hf_metrics_set_build_info(HOLDFAST_VERSION, HF_LIBRARY_NAME);
     log_info("holdfastd %s starting (config %s, library %s)", HOLDFAST_VERSION, cfg->path,
              HF_LIBRARY_NAME);
 
