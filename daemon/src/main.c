@@ -203,6 +203,7 @@ static void on_watchdog(uv_timer_t *t) {
 }
 
 static int run(const char *config_path) {
+    hf_log_set_journal(hf_log_stderr_is_journal());
     char err[1024];
     struct hf_config *cfg = hf_config_load(config_path, err, sizeof err);
     if (!cfg) {
