@@ -136,6 +136,8 @@ static const struct field log_fields[] = {
     {"log.fingerprint_key", F_STRING, CFG(log_fingerprint_key), 0, NULL, 0, 0, NULL, RELOAD,
      "Key of the token fingerprints in the log; unset: random per process, so fingerprints "
      "match only within one run."},
+    {"log.probes", F_BOOL, CFG(log_probes), 0, NULL, 0, 0, NULL, RELOAD,
+     "Log Health and Metrics requests (probes, scrapes) at `info`; `false`: at `debug`."},
 };
 
 /* A request looks its namespace up in its own config: all of it reloads. */

@@ -71,6 +71,7 @@ struct hf_config {
 
     enum hf_log_level log_level;
     char *log_fingerprint_key;
+    bool log_probes;           /* Health/Metrics request lines at info, not debug */
 
     struct hf_namespace *namespaces;
     size_t n_namespaces;

@@ -143,6 +143,7 @@ static const struct {
     {"limits.drain_timeout_ms", "", "limits = { drain_timeout_ms = 0 }", false},
     {"log.level", "", "log = { level = 'debug' }", false},
     {"log.fingerprint_key", "", "log = { fingerprint_key = 'k' }", false},
+    {"log.probes", "", "log = { probes = true }", false},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
 
