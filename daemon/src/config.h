@@ -73,6 +73,9 @@ struct hf_config {
     char *log_fingerprint_key;
     bool log_probes;           /* Health/Metrics request lines at info, not debug */
 
+    bool metrics_http;         /* serve /metrics, /healthz, /readyz over HTTP */
+    char *metrics_http_address; /* "IPv4:port" or "[IPv6]:port" */
+
     struct hf_namespace *namespaces;
     size_t n_namespaces;
 

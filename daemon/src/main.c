@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "confirm_db.h"
 #include "daemon.h"
+#include "http.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -30,6 +31,7 @@
 struct app {
     struct hf_daemon d; /* first: callbacks get the daemon and find the app */
     uv_loop_t loop;
+    struct hf_http *http; /* metrics.http; NULL when off */
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
     uv_timer_t watchdog;
@@ -121,6 +123,8 @@ static void shutdown_now(struct app *app) {
     log_info("shutting down (%u requests still in flight)", app->d.in_flight);
     hf_server_close(app->d.server);
     app->d.server = NULL;
+    hf_http_close(app->http);
+    app->http = NULL;
     hf_front_close(app->d.redis);
     app->d.redis = NULL;
     hf_confirm_db_close(app->d.pg);
@@ -254,7 +258,9 @@ static int run(const char *config_path) {
     app->d.server = app->d.redis && (app->d.pg || !cfg->pg_dsn)
                         ? hf_server_create(&app->d, on_accept, app)
                         : NULL;
-    if (!app->d.server) {
+    if (app->d.server && cfg->metrics_http)
+        app->http = hf_http_create(&app->d, cfg->metrics_http_address);
+    if (!app->d.server || (cfg->metrics_http && !app->http)) {
         log_error("start-up failed");
         app->exit_code = 1;
         shutdown_now(app);
