@@ -309,9 +309,11 @@ def test_a_taken_port_fails_the_start(make_daemon, workdir):
         d = make_daemon(start=False,
                         top_extra='metrics = { http = true, http_address = "127.0.0.1:%d" },' % port)
         env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=1:exitcode=23")
         proc = subprocess.run([harness.HOLDFASTD, "--config", d.config], capture_output=True,
                               text=True, timeout=30, env=env)
-    assert proc.returncode == 1
+    assert "Sanitizer" not in proc.stderr, proc.stderr
+    assert proc.returncode == 1, proc.stderr
     assert "metrics.http: cannot listen on 127.0.0.1:%d" % port in proc.stderr
     assert "start-up failed" in proc.stderr
 
