@@ -403,6 +403,25 @@ def test_journald_priorities(make_daemon, redis, monkeypatch):
     assert any(line.startswith("<6>") and "op=hold" in line for line in lines)
 
 
+def test_a_refused_config_is_an_error_in_the_journal(workdir):
+    bad = os.path.join(workdir, "bad.lua")
+    with open(bad, "w") as f:
+        f.write("return { namespaces = { a = {} }, extra = 1 }\n")
+    err_path = os.path.join(workdir, "stderr")
+    for journal in (True, False):
+        with open(err_path, "wb") as err:
+            st = os.fstat(err.fileno())
+            env = dict(os.environ, JOURNAL_STREAM="%d:%d" % (st.st_dev, st.st_ino))
+            if not journal:
+                env.pop("JOURNAL_STREAM")
+            r = subprocess.run([harness.HOLDFASTD, "--check-config", bad], stderr=err,
+                               stdout=subprocess.DEVNULL, env=env, timeout=30)
+        assert r.returncode == 1
+        text = open(err_path).read()
+        prefix = "<3>" if journal else ""
+        assert text.startswith(prefix + "holdfastd: " + bad + ":1: key 'extra'"), text
+
+
 def test_plain_lines_without_the_journal(make_daemon, monkeypatch):
     # JOURNAL_STREAM names some other stream (stderr redirected under systemd).
     monkeypatch.setenv("JOURNAL_STREAM", "1:1")

@@ -50,6 +50,10 @@ bool hf_log_stderr_is_journal(void) {
 
 void hf_log_set_journal(bool on) { journal = on; }
 
+const char *hf_log_priority(enum hf_log_level level) {
+    return journal ? level_priorities[level] : "";
+}
+
 int hf_log_parse_level(const char *name, enum hf_log_level *out) {
     for (int i = 0; i <= HF_LOG_ERROR; i++) {
         if (strcmp(name, level_names[i]) == 0) {

@@ -18,6 +18,9 @@ bool hf_log_stderr_is_journal(void);
  * "<7>" debug (sd-daemon.h's SD_ERR ...), which journald strips and records
  * as PRIORITY= (so `journalctl -p warning` works). Off by default. */
 void hf_log_set_journal(bool on);
+/* That prefix for `level` ("" while off), for the few lines written to
+ * stderr without hf_log (main's configuration errors). */
+const char *hf_log_priority(enum hf_log_level level);
 /* "debug" | "info" | "warn" | "error" -> 0, else -1. */
 int hf_log_parse_level(const char *name, enum hf_log_level *out);
 /* A line whose text is already built (the per-request line: it avoids

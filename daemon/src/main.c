@@ -207,11 +207,10 @@ static void on_watchdog(uv_timer_t *t) {
 }
 
 static int run(const char *config_path) {
-    hf_log_set_journal(hf_log_stderr_is_journal());
     char err[1024];
     struct hf_config *cfg = hf_config_load(config_path, err, sizeof err);
     if (!cfg) {
-        fprintf(stderr, "holdfastd: %s\n", err);
+        fprintf(stderr, "%sholdfastd: %s\n", hf_log_priority(HF_LOG_ERROR), err);
         return 1;
     }
     hf_log_set_level(cfg->log_level);
@@ -285,7 +284,8 @@ static int check_config(const char *path) {
     char err[1024];
     struct hf_config *cfg = hf_config_load(path, err, sizeof err);
     if (!cfg) {
-        fprintf(stderr, "holdfastd: %s\n", err);
+        /* Also ExecStartPre's and ExecReload's: `journalctl -p err` shows it. */
+        fprintf(stderr, "%sholdfastd: %s\n", hf_log_priority(HF_LOG_ERROR), err);
         return 1;
     }
     printf("%s: ok (%zu namespaces)\n", path, cfg->n_namespaces);
@@ -303,6 +303,7 @@ int main(int argc, char **argv) {
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    hf_log_set_journal(hf_log_stderr_is_journal());
     const char *config = NULL;
     const char *dsn = NULL;
     bool migrate = false;
