@@ -191,8 +191,21 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *connection, 
 
 static void on_timer(uv_timer_t *t);
 
+static unsigned connections(struct hf_http *h) {
+    const union MHD_DaemonInfo *info =
+        MHD_get_daemon_info(h->mhd, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+    return info ? info->num_connections : 0;
+}
+
 static void run_mhd(struct hf_http *h) {
+    unsigned before = connections(h);
     MHD_run(h->mhd);
+    /* At its connection limit MHD takes the listening socket out of its
+     * epoll set, and puts it back only at the start of a run. A run that
+     * closed connections is followed by another at once, so connections
+     * waiting in the backlog are accepted now rather than at the next
+     * unrelated event (there might be none). */
+    if (connections(h) < before) MHD_run(h->mhd);
     MHD_UNSIGNED_LONG_LONG ms;
     if (MHD_get_timeout(h->mhd, &ms) == MHD_YES)
         uv_timer_start(&h->timer, on_timer, ms < 60000 ? (uint64_t)ms : 60000, 0);

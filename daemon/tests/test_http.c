@@ -33,13 +33,27 @@ struct exchange {
     uv_tcp_t tcp;
     uv_connect_t connect;
     uv_write_t write;
+    uv_timer_t guard; /* a daemon that never answers fails the test, not hangs it */
     const char *request;
     char *answer;
     size_t len;
-    bool done;
+    int open_handles;
+    bool timed_out;
 };
 
-static void on_client_closed(uv_handle_t *h) { ((struct exchange *)h->data)->done = true; }
+static void on_client_closed(uv_handle_t *h) { ((struct exchange *)h->data)->open_handles--; }
+
+static void finish(struct exchange *x) {
+    if (!uv_is_closing((uv_handle_t *)&x->tcp)) uv_close((uv_handle_t *)&x->tcp, on_client_closed);
+    if (!uv_is_closing((uv_handle_t *)&x->guard))
+        uv_close((uv_handle_t *)&x->guard, on_client_closed);
+}
+
+static void on_guard(uv_timer_t *t) {
+    struct exchange *x = t->data;
+    x->timed_out = true;
+    finish(x);
+}
 
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf) {
     (void)h;
@@ -58,7 +72,7 @@ static void on_read(uv_stream_t *s, ssize_t n, const uv_buf_t *buf) {
         x->answer[x->len] = '\0';
     }
     free(buf->base);
-    if (n < 0) uv_close((uv_handle_t *)s, on_client_closed); /* EOF: HTTP/1.0 ends here */
+    if (n < 0) finish(x); /* EOF: HTTP/1.0 ends here */
 }
 
 static void on_written(uv_write_t *w, int status) {
@@ -81,16 +95,21 @@ static char *ask(struct fx *fx, const char *request) {
     assert_non_null(x);
     x->request = request;
     assert_int_equal(uv_tcp_init(&fx->loop, &x->tcp), 0);
-    x->tcp.data = x->connect.data = x;
+    uv_timer_init(&fx->loop, &x->guard);
+    x->tcp.data = x->connect.data = x->guard.data = x;
+    x->open_handles = 2;
+    uv_timer_start(&x->guard, on_guard, 5000, 0);
     struct sockaddr_in addr;
     uv_ip4_addr("127.0.0.1", (int)hf_http_port(fx->http), &addr);
     assert_int_equal(uv_tcp_connect(&x->connect, &x->tcp, (const struct sockaddr *)&addr,
                                      on_connected),
                      0);
-    for (int i = 0; i < 10000 && !x->done; i++) uv_run(&fx->loop, UV_RUN_ONCE);
-    assert_true(x->done);
+    for (int i = 0; i < 100000 && x->open_handles > 0; i++) uv_run(&fx->loop, UV_RUN_ONCE);
+    assert_int_equal(x->open_handles, 0);
+    bool timed_out = x->timed_out;
     char *answer = x->answer ? x->answer : strdup("");
     free(x);
+    if (timed_out) fail_msg("no answer within 5 s to %.40s", request);
     return answer;
 }
 
@@ -212,6 +231,48 @@ static void other_methods_and_paths_are_refused(void **state) {
     free(a);
 }
 
+static void on_idle_connected(uv_connect_t *c, int status) {
+    assert_int_equal(status, 0);
+    (*(int *)c->data)++;
+}
+
+static void on_idle_closed(uv_handle_t *h) { (*(int *)h->data)++; }
+
+/* More clients than the connection limit (64): the rest wait in the backlog
+ * and are served as soon as connections close, with no other event. */
+static void connections_beyond_the_limit_are_served_once_others_close(void **state) {
+    struct fx *fx = *state;
+    enum { N = 70 };
+    uv_tcp_t *idle = calloc(N, sizeof *idle);
+    uv_connect_t *connects = calloc(N, sizeof *connects);
+    assert_non_null(idle);
+    assert_non_null(connects);
+    struct sockaddr_in addr;
+    uv_ip4_addr("127.0.0.1", (int)hf_http_port(fx->http), &addr);
+    int connected = 0, closed = 0;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(uv_tcp_init(&fx->loop, &idle[i]), 0);
+        connects[i].data = &connected;
+        assert_int_equal(uv_tcp_connect(&connects[i], &idle[i], (const struct sockaddr *)&addr,
+                                         on_idle_connected),
+                         0);
+    }
+    for (int i = 0; i < 100000 && connected < N; i++) uv_run(&fx->loop, UV_RUN_ONCE);
+    assert_int_equal(connected, N);
+    for (int i = 0; i < 100; i++) uv_run(&fx->loop, UV_RUN_NOWAIT); /* MHD accepts 64 */
+    for (int i = 0; i < N; i++) {
+        idle[i].data = &closed;
+        uv_close((uv_handle_t *)&idle[i], on_idle_closed);
+    }
+    for (int i = 0; i < 100000 && closed < N; i++) uv_run(&fx->loop, UV_RUN_ONCE);
+    assert_int_equal(closed, N);
+    free(idle);
+    free(connects);
+    char *a = get(fx, "/healthz");
+    assert_non_null(strstr(a, " 200 "));
+    free(a);
+}
+
 static void a_taken_port_or_a_bad_address_fails(void **state) {
     struct fx *fx = *state;
     char address[32];
@@ -228,6 +289,7 @@ int main(void) {
         T(readyz_says_why_not),
         T(metrics_is_the_exposition),
         T(other_methods_and_paths_are_refused),
+        T(connections_beyond_the_limit_are_served_once_others_close),
         T(a_taken_port_or_a_bad_address_fails),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
