@@ -192,13 +192,15 @@ def test_many_requests_in_flight_on_one_connection(client):
 
 
 def test_correlation_id_is_echoed_and_logged(client, daemon):
-    r = client.call(correlation_id="trace-abc:123", health=pb().HealthRequest())
+    # Status, not Health: probes are logged at debug unless log.probes is set.
+    r = client.call(correlation_id="trace-abc:123",
+                    status=pb().StatusRequest(namespace="seat", partition="cid", ids=["1"]))
     assert r.correlation_id == "trace-abc:123"
     generated = client.health()
     assert len(generated.correlation_id) == 16
     bad = client.call(correlation_id="has space", health=pb().HealthRequest())
     assert code_name(bad.code) == "INVALID_ARGUMENT" and bad.error.field == "correlation_id"
-    log = daemon.wait_log("cid=trace-abc:123 op=health")
+    log = daemon.wait_log("cid=trace-abc:123 op=status")
     assert "has space" not in log
 
 

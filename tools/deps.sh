@@ -6,9 +6,9 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libuv1-dev libhiredis-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-  liblua5.4-dev libpq-dev libsystemd-dev libsodium-dev libcmocka-dev
+  liblua5.4-dev libpq-dev libsystemd-dev libsodium-dev libcmocka-dev libmicrohttpd-dev
   redis-server postgresql
-  python3 python3-pytest python3-protobuf valgrind clang libclang-rt-14-dev
+  python3 python3-pytest python3-protobuf python3-prometheus-client valgrind clang libclang-rt-14-dev
 )
 
 missing=()

@@ -6,6 +6,7 @@
  * and the settings table in docs/operations.md. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <lauxlib.h>
 #include <lua.h>
@@ -154,6 +155,20 @@ static const struct field log_fields[] = {
     {"log.fingerprint_key", F_STRING, CFG(log_fingerprint_key), 0, NULL, 0, 0, NULL, RELOAD,
      "Key of the token fingerprints in the log; unset: random per process, so fingerprints "
      "match only within one run."},
+    {"log.probes", F_BOOL, CFG(log_probes), 0, NULL, 0, 0, NULL, RELOAD,
+     "Log Health and Metrics requests (probes, scrapes) at `info`; `false`: at `debug`."},
+};
+
+/* The HTTP listener (http.c) is created once, at start-up. */
+#define HTTP_ADDRESS_DEFAULT "127.0.0.1:9464"
+static const struct field metrics_fields[] = {
+    {"metrics.http", F_BOOL, CFG(metrics_http), 0, NULL, 0, 0, NULL, RESTART,
+     "Serve `GET /metrics` (Prometheus text), `/healthz` and `/readyz` over HTTP at "
+     "`http_address` (see [Metrics](#metrics))."},
+    {"metrics.http_address", F_STRING, CFG(metrics_http_address), 0, HTTP_ADDRESS_DEFAULT, 0,
+     0, NULL, RESTART,
+     "`\"IPv4:port\"` or `\"[IPv6]:port\"`, numeric; port 0 takes a free port (logged). Only "
+     "with `http = true`."},
 };
 
 /* A request looks its namespace up in its own config: all of it reloads. */
@@ -202,6 +217,7 @@ static const struct section sections[] = {
     {"postgres", postgres_fields, N_FIELDS(postgres_fields)},
     {"limits", limits_fields, N_FIELDS(limits_fields)},
     {"log", log_fields, N_FIELDS(log_fields)},
+    {"metrics", metrics_fields, N_FIELDS(metrics_fields)},
 };
 
 /* ---- locating a key in the source, for file:line messages ---- */
@@ -514,6 +530,33 @@ static bool valid_redis_address(const char *a) {
     return strncmp(a, "unix:", 5) == 0 || strrchr(a, ':') != NULL;
 }
 
+/* "a.b.c.d:port" or "[v6]:port", numeric (http.c binds it as it is). */
+static bool valid_http_address(const char *a) {
+    char host[64];
+    const char *port;
+    size_t host_len;
+    int family = a[0] == '[' ? AF_INET6 : AF_INET;
+    if (family == AF_INET6) {
+        const char *end = strchr(a, ']');
+        if (!end || end[1] != ':') return false;
+        host_len = (size_t)(end - a - 1);
+        a++;
+        port = end + 2;
+    } else {
+        const char *colon = strrchr(a, ':');
+        if (!colon) return false;
+        host_len = (size_t)(colon - a);
+        port = colon + 1;
+    }
+    if (host_len == 0 || host_len >= sizeof host) return false;
+    memcpy(host, a, host_len);
+    host[host_len] = '\0';
+    size_t digits = strspn(port, "0123456789");
+    if (digits == 0 || digits > 5 || port[digits] || strtol(port, NULL, 10) > 65535) return false;
+    unsigned char addr[sizeof(struct in6_addr)];
+    return inet_pton(family, host, addr) == 1;
+}
+
 static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
     if (cfg->default_timeout_ms > cfg->max_timeout_ms)
         return fail(ctx, "limits.default_timeout_ms", "must not exceed limits.max_timeout_ms (%u)",
@@ -535,6 +578,12 @@ static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
         return fail(ctx, "redis.db", "must be 0 with redis.cluster (a cluster has one database)");
     if (strlen(cfg->socket_path) >= 108)
         return fail(ctx, "socket.path", "longer than a Unix socket path may be (107 bytes)");
+    if (!valid_http_address(cfg->metrics_http_address))
+        return fail(ctx, "metrics.http_address",
+                    "must be \"IPv4:port\" or \"[IPv6]:port\" with a numeric address, such as "
+                    "\"127.0.0.1:9464\"");
+    if (!cfg->metrics_http && strcmp(cfg->metrics_http_address, HTTP_ADDRESS_DEFAULT) != 0)
+        return fail(ctx, "metrics.http_address", "is only used with metrics.http = true");
     return true;
 }
 
@@ -843,7 +892,7 @@ size_t hf_config_changes(const struct hf_config *old_cfg, const struct hf_config
 
 #define N_SECTION_FIELDS                                                                    \
     (N_FIELDS(socket_fields) + N_FIELDS(redis_fields) + N_FIELDS(postgres_fields) +         \
-     N_FIELDS(limits_fields) + N_FIELDS(log_fields))
+     N_FIELDS(limits_fields) + N_FIELDS(log_fields) + N_FIELDS(metrics_fields))
 
 void hf_config_warn_restart_only(const struct hf_config *old_cfg,
                                  const struct hf_config *new_cfg) {

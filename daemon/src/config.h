@@ -77,6 +77,10 @@ struct hf_config {
 
     enum hf_log_level log_level;
     char *log_fingerprint_key;
+    bool log_probes;           /* Health/Metrics request lines at info, not debug */
+
+    bool metrics_http;         /* serve /metrics, /healthz, /readyz over HTTP */
+    char *metrics_http_address; /* "IPv4:port" or "[IPv6]:port" */
 
     struct hf_namespace *namespaces;
     size_t n_namespaces;

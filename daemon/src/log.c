@@ -1,4 +1,6 @@
-/* log.c - one line per event: UTC time, level, message.
+/* log.c - one line per event: UTC time, level, message; under journald the
+ * line starts with its syslog priority ("<4>"), which journald turns into
+ * the entry's PRIORITY.
  *
  * Lines are gathered in a buffer and written to stderr with one write(2) per
  * loop iteration (main.c calls hf_log_flush from a prepare handle, just
@@ -8,9 +10,13 @@
 #include "log.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +26,8 @@
 
 static enum hf_log_level current_level = HF_LOG_INFO;
 static const char *const level_names[] = {"debug", "info", "warn", "error"};
+static const char *const level_priorities[] = {SD_DEBUG, SD_INFO, SD_WARNING, SD_ERR};
+static bool journal;
 
 static char buffer[LOG_BUFFER];
 static size_t buffered;
@@ -29,6 +37,22 @@ static char stamp[32]; /* "YYYY-MM-DDTHH:MM:SS" of stamp_second */
 void hf_log_set_level(enum hf_log_level level) { current_level = level; }
 
 bool hf_log_enabled(enum hf_log_level level) { return level >= current_level; }
+
+bool hf_log_stderr_is_journal(void) {
+    const char *e = getenv("JOURNAL_STREAM");
+    uintmax_t dev, ino;
+    char tail;
+    if (!e || sscanf(e, "%ju:%ju%c", &dev, &ino, &tail) != 2) return false;
+    struct stat st;
+    if (fstat(STDERR_FILENO, &st) != 0) return false;
+    return (uintmax_t)st.st_dev == dev && (uintmax_t)st.st_ino == ino;
+}
+
+void hf_log_set_journal(bool on) { journal = on; }
+
+const char *hf_log_priority(enum hf_log_level level) {
+    return journal ? level_priorities[level] : "";
+}
 
 int hf_log_parse_level(const char *name, enum hf_log_level *out) {
     for (int i = 0; i <= HF_LOG_ERROR; i++) {
@@ -51,8 +75,13 @@ void hf_log_flush(void) {
     buffered = 0;
 }
 
-/* "YYYY-MM-DDTHH:MM:SS.mmmZ level " at `out`; returns its length. */
+/* ["<N>"]"YYYY-MM-DDTHH:MM:SS.mmmZ level " at `out`; returns its length. */
 static size_t format_prefix(char *out, enum hf_log_level level) {
+    size_t n = 0;
+    if (journal) {
+        memcpy(out, level_priorities[level], 3); /* "<N>" */
+        n = 3;
+    }
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     if (ts.tv_sec != stamp_second) {
@@ -61,8 +90,9 @@ static size_t format_prefix(char *out, enum hf_log_level level) {
         strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
         stamp_second = ts.tv_sec;
     }
-    size_t n = strlen(stamp);
-    memcpy(out, stamp, n);
+    size_t sl = strlen(stamp);
+    memcpy(out + n, stamp, sl);
+    n += sl;
     long ms = ts.tv_nsec / 1000000;
     out[n++] = '.';
     out[n++] = (char)('0' + ms / 100);

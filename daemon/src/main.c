@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "confirm_db.h"
 #include "daemon.h"
+#include "http.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -30,6 +31,7 @@
 struct app {
     struct hf_daemon d; /* first: callbacks get the daemon and find the app */
     uv_loop_t loop;
+    struct hf_http *http; /* metrics.http; NULL when off */
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
     uv_timer_t watchdog;
@@ -123,6 +125,8 @@ static void shutdown_now(struct app *app) {
     log_info("shutting down (%u requests still in flight)", app->d.in_flight);
     hf_server_close(app->d.server);
     app->d.server = NULL;
+    hf_http_close(app->http);
+    app->http = NULL;
     hf_front_close(app->d.redis);
     app->d.redis = NULL;
     hf_confirm_db_close(app->d.pg);
@@ -208,7 +212,7 @@ static int run(const char *config_path) {
     char err[1024];
     struct hf_config *cfg = hf_config_load(config_path, err, sizeof err);
     if (!cfg) {
-        fprintf(stderr, "holdfastd: %s\n", err);
+        fprintf(stderr, "%sholdfastd: %s\n", hf_log_priority(HF_LOG_ERROR), err);
         return 1;
     }
     hf_log_set_level(cfg->log_level);
@@ -230,6 +234,7 @@ static int run(const char *config_path) {
     app->d.ops = hf_ops_table();
     app->d.on_idle = on_idle;
     hf_metrics_set_ops(app->d.ops);
+    hf_metrics_set_build_info(HOLDFAST_VERSION, HF_LIBRARY_NAME);
     log_info("holdfastd %s starting (config %s, library %s)", HOLDFAST_VERSION, cfg->path,
              HF_LIBRARY_NAME);
 
@@ -254,7 +259,9 @@ static int run(const char *config_path) {
     app->d.server = app->d.redis && (app->d.pg || !cfg->pg_dsn)
                         ? hf_server_create(&app->d, on_accept, app)
                         : NULL;
-    if (!app->d.server) {
+    if (app->d.server && cfg->metrics_http)
+        app->http = hf_http_create(&app->d, cfg->metrics_http_address);
+    if (!app->d.server || (cfg->metrics_http && !app->http)) {
         log_error("start-up failed");
         app->exit_code = 1;
         shutdown_now(app);
@@ -279,7 +286,8 @@ static int check_config(const char *path) {
     char err[1024];
     struct hf_config *cfg = hf_config_load(path, err, sizeof err);
     if (!cfg) {
-        fprintf(stderr, "holdfastd: %s\n", err);
+        /* Also ExecStartPre's and ExecReload's: `journalctl -p err` shows it. */
+        fprintf(stderr, "%sholdfastd: %s\n", hf_log_priority(HF_LOG_ERROR), err);
         return 1;
     }
     printf("%s: ok (%zu namespaces)\n", path, cfg->n_namespaces);
@@ -297,6 +305,7 @@ int main(int argc, char **argv) {
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
+    hf_log_set_journal(hf_log_stderr_is_journal());
     const char *config = NULL;
     const char *dsn = NULL;
     bool migrate = false;

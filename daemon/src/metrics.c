@@ -1,10 +1,22 @@
-/* metrics.c - counters by op and result, latency histograms per op. */
+/* metrics.c - counters by op and result, latency histograms per op, and
+ * the process_* series every Prometheus client library exports.
+ *
+ * No series that can never move: a resource op's request counters start at
+ * zero only for the result codes its op-table row lists (hf_op_def.codes);
+ * any other appears once it is counted (and is logged once, as the row is
+ * then wrong). */
 #include "metrics.h"
 
+#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
 
 #define N_CODES 18 /* Code enum values 0..17 */
 #define N_BUCKETS 14
@@ -22,9 +34,14 @@ static struct {
     uint64_t latency_sum_us[HF_METRICS_MAX_OPS];
     uint64_t counters[HF_C__COUNT];
     int64_t gauges[HF_G__COUNT];
+    unsigned unlisted_logged[HF_METRICS_MAX_OPS]; /* code bits warned about */
     const char *script_path;
     const char *release_path;
-} m = {.script_path = "none", .release_path = "none"};
+    const char *version;
+    const char *library;
+    double start_time; /* process_start_time_seconds, once known */
+} m = {.script_path = "none", .release_path = "none", .version = "unknown",
+       .library = "unknown"};
 
 static const struct {
     const char *name;
@@ -69,6 +86,7 @@ static const struct {
     [HF_G_PG_POOL_SIZE] = {"holdfast_postgres_pool_size", "Configured PostgreSQL pool size."},
     [HF_G_REDIS_CLUSTER_NODES] = {"holdfast_redis_cluster_nodes", "Primaries in the Redis Cluster slot map (0 when not in cluster mode)."},
     [HF_G_QUEUED_BYTES] = {"holdfast_client_queued_bytes", "Answer bytes queued for all client connections, not yet written (limits.max_queued_bytes bounds it)."},
+    [HF_G_READY] = {"holdfast_ready", "1 while ready for traffic (Redis library loaded, PostgreSQL reachable where configured, not draining)."},
 };
 
 void hf_metrics_set_ops(const struct hf_op_table *ops) {
@@ -80,6 +98,12 @@ void hf_metrics_request(const struct hf_op_def *def, hf_code code, bool degraded
     unsigned op = def->index;
     if (op >= HF_METRICS_MAX_OPS) return;
     if ((unsigned)code >= N_CODES) code = 0;
+    unsigned bit = 1u << (unsigned)code;
+    if (!(def->codes & bit) && !(m.unlisted_logged[op] & bit)) {
+        m.unlisted_logged[op] |= bit;
+        log_warn("metrics: op %s answered %s, a code its op-table row does not list", def->name,
+                 hf_code_name(code));
+    }
     m.requests[op][code]++;
     if (degraded) m.degraded[op]++;
     for (int b = 0; b < N_BUCKETS; b++)
@@ -92,6 +116,11 @@ void hf_metrics_inc(enum hf_counter c) { m.counters[c]++; }
 void hf_metrics_gauge_add(enum hf_gauge g, int64_t delta) { m.gauges[g] += delta; }
 void hf_metrics_gauge_set(enum hf_gauge g, int64_t value) { m.gauges[g] = value; }
 int64_t hf_metrics_gauge(enum hf_gauge g) { return m.gauges[g]; }
+
+void hf_metrics_set_build_info(const char *version, const char *library) {
+    m.version = version;
+    m.library = library;
+}
 
 void hf_metrics_set_paths(const char *script_path, const char *release_path) {
     m.script_path = script_path;
@@ -128,6 +157,97 @@ static void put(struct buf *b, const char *fmt, ...) {
     }
 }
 
+/* ---- process_*, from /proc/self (visible under ProcSubset=pid) ---- */
+
+struct proc_stat {
+    double cpu_seconds;
+    unsigned long long start_ticks; /* since boot */
+    unsigned long long vsize, rss_pages;
+};
+
+static bool read_proc_stat(struct proc_stat *out) {
+    char text[1024];
+    FILE *f = fopen("/proc/self/stat", "re");
+    if (!f) return false;
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    /* The command name (field 2) may hold spaces and parentheses: fields
+     * are counted from its closing parenthesis, field 3 onwards. */
+    char *p = strrchr(text, ')');
+    if (!p) return false;
+    unsigned long long utime, stime;
+    int got = sscanf(p + 1,
+                     " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d "
+                     "%*d %*d %llu %llu %llu",
+                     &utime, &stime, &out->start_ticks, &out->vsize, &out->rss_pages);
+    if (got != 5) return false;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0) return false;
+    out->cpu_seconds = (double)(utime + stime) / (double)hz;
+    return true;
+}
+
+/* Descriptors open now, not counting the one that lists them. */
+static long open_fds(void) {
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir) return -1;
+    long n = 0;
+    for (struct dirent *e; (e = readdir(dir));)
+        if (e->d_name[0] != '.') n++;
+    closedir(dir);
+    return n - 1;
+}
+
+/* Start time in seconds since the epoch: boot time (now minus time since
+ * boot) plus the start tick. /proc/stat's btime would do, but ProcSubset=pid
+ * hides it. Computed once, so it never jitters between scrapes. */
+static double start_time(const struct proc_stat *ps) {
+    if (m.start_time > 0) return m.start_time;
+    struct timespec real, boot;
+    long hz = sysconf(_SC_CLK_TCK);
+    if (hz <= 0 || clock_gettime(CLOCK_REALTIME, &real) != 0 ||
+        clock_gettime(CLOCK_BOOTTIME, &boot) != 0)
+        return 0;
+    double booted = ((double)real.tv_sec + real.tv_nsec / 1e9) -
+                    ((double)boot.tv_sec + boot.tv_nsec / 1e9);
+    m.start_time = booted + (double)ps->start_ticks / (double)hz;
+    return m.start_time;
+}
+
+static void put_gauge(struct buf *b, const char *name, const char *help, long long value) {
+    put(b, "# HELP %s %s\n# TYPE %s gauge\n%s %lld\n", name, help, name, name, value);
+}
+
+static void put_process(struct buf *b) {
+    struct proc_stat ps;
+    if (read_proc_stat(&ps)) {
+        /* Clock ticks are 1/100 s: two decimals say all there is. */
+        put(b, "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n"
+               "# TYPE process_cpu_seconds_total counter\n"
+               "process_cpu_seconds_total %.2f\n",
+            ps.cpu_seconds);
+        long page = sysconf(_SC_PAGESIZE);
+        put_gauge(b, "process_resident_memory_bytes", "Resident memory size in bytes.",
+                  (long long)ps.rss_pages * (page > 0 ? page : 4096));
+        put_gauge(b, "process_virtual_memory_bytes", "Virtual memory size in bytes.",
+                  (long long)ps.vsize);
+        double started = start_time(&ps);
+        if (started > 0)
+            put(b, "# HELP process_start_time_seconds Start time of the process since unix "
+                   "epoch in seconds.\n"
+                   "# TYPE process_start_time_seconds gauge\n"
+                   "process_start_time_seconds %.2f\n",
+                started);
+    }
+    long fds = open_fds();
+    if (fds >= 0) put_gauge(b, "process_open_fds", "Number of open file descriptors.", fds);
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        put_gauge(b, "process_max_fds", "Maximum number of open file descriptors.",
+                  (long long)rl.rlim_cur);
+}
+
 char *hf_metrics_render(void) {
     struct buf b = {.data = malloc(16384), .cap = 16384};
     if (!b.data) return NULL;
@@ -138,7 +258,8 @@ char *hf_metrics_render(void) {
             "# TYPE holdfast_requests_total counter\n");
     for (size_t op = 0; op < n_ops; op++)
         for (int c = 1; c < N_CODES; c++)
-            if (m.requests[op][c] || (ops[op].flags & HF_OP_RESOURCE))
+            if (m.requests[op][c] ||
+                ((ops[op].flags & HF_OP_RESOURCE) && (ops[op].codes & (1u << c))))
                 put(&b, "holdfast_requests_total{op=\"%s\",result=\"%s\"} %llu\n",
                     ops[op].name, hf_code_name((hf_code)c),
                     (unsigned long long)m.requests[op][c]);
@@ -187,6 +308,11 @@ char *hf_metrics_render(void) {
     for (int i = 0; i < 3; i++)
         put(&b, "holdfast_release_path_info{path=\"%s\"} %d\n", release_paths[i],
             strcmp(m.release_path, release_paths[i]) == 0);
+    put(&b, "# HELP holdfast_build_info The daemon's version and its Redis library (always 1).\n"
+            "# TYPE holdfast_build_info gauge\n"
+            "holdfast_build_info{version=\"%s\",library=\"%s\"} 1\n",
+        m.version, m.library);
+    put_process(&b);
     if (b.oom) {
         free(b.data);
         return NULL;

@@ -48,6 +48,7 @@ enum hf_gauge {
     HF_G_PG_POOL_SIZE,
     HF_G_REDIS_CLUSTER_NODES,
     HF_G_QUEUED_BYTES,
+    HF_G_READY, /* set by whoever renders, from hf_daemon_ready */
     HF_G__COUNT
 };
 
@@ -61,9 +62,13 @@ void hf_metrics_inc(enum hf_counter c);
 void hf_metrics_gauge_add(enum hf_gauge g, int64_t delta);
 void hf_metrics_gauge_set(enum hf_gauge g, int64_t value);
 int64_t hf_metrics_gauge(enum hf_gauge g);
+/* The labels of holdfast_build_info (static strings). */
+void hf_metrics_set_build_info(const char *version, const char *library);
 /* Which call paths are active ("fcall"/"evalsha"/"eval", "script"/"delex"). */
 void hf_metrics_set_paths(const char *script_path, const char *release_path);
-/* The exposition text in a malloc'd NUL-terminated buffer (NULL on OOM). */
+/* The exposition text in a malloc'd NUL-terminated buffer (NULL on OOM):
+ * the daemon's series, holdfast_build_info and the process_* series (read
+ * from /proc/self). */
 char *hf_metrics_render(void);
 
 #endif

@@ -14,6 +14,10 @@ enum hf_op_flags {
     HF_OP_RESOURCE = 1u << 0,
     /* May answer OK-but-degraded when Redis is down under best_effort. */
     HF_OP_DEGRADABLE = 1u << 1,
+    /* A probe (Health, Metrics): its request log line is at debug level
+     * unless log.probes is set, so a scrape every few seconds does not
+     * drown the log. */
+    HF_OP_PROBE = 1u << 2,
 };
 
 struct hf_op_def {
@@ -22,6 +26,10 @@ struct hf_op_def {
     void (*handler)(struct hf_request *req);
     unsigned flags;    /* enum hf_op_flags */
     unsigned index;    /* position in the table (metrics arrays) */
+    /* Every result code it can answer, as bits 1u << code (HF_CODE_BIT in
+     * ops_table.h): the request-layer codes any op can get, and its own.
+     * Resource ops export a zero series for each of these and no other. */
+    unsigned codes;
 };
 
 /* The table main hands to the request layer and to metrics. The last row

@@ -5,7 +5,6 @@
 #include "ops_common.h"
 #include "redis_front.h"
 
-
 void hf_op_health(struct hf_request *req) {
     struct hf_daemon *d = req->d;
     hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
@@ -28,6 +27,7 @@ void hf_op_health(struct hf_request *req) {
 }
 
 void hf_op_metrics(struct hf_request *req) {
+    hf_metrics_gauge_set(HF_G_READY, hf_daemon_ready(req->d));
     char *text = hf_metrics_render();
     if (!text) {
         hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");

@@ -300,6 +300,9 @@ static void put_ids(struct line *l, const struct hf_request *req) {
 static void log_request(const struct hf_request *req, const hf_response_msg *resp,
                         uint64_t latency_us) {
     enum hf_log_level level = resp->code == HF_CODE(INTERNAL) ? HF_LOG_ERROR : HF_LOG_INFO;
+    /* Probes come every few seconds: debug unless log.probes asks for them. */
+    if (level == HF_LOG_INFO && (req->op->flags & HF_OP_PROBE) && !req->cfg->log_probes)
+        level = HF_LOG_DEBUG;
     if (!hf_log_enabled(level)) return;
     struct line l = {.len = 0};
     put(&l, "req cid=");

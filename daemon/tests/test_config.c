@@ -80,6 +80,47 @@ static void errors_name_line_and_key(void **state) {
     assert_non_null(strstr(err, "redis.address"));
 }
 
+static void metrics_http_address(void **state) {
+    (void)state;
+    char err[512] = "";
+    struct hf_config *cfg = load("return { namespaces = { a = {} } }", err);
+    assert_non_null(cfg);
+    assert_false(cfg->metrics_http); /* off unless asked for, loopback when on */
+    assert_string_equal(cfg->metrics_http_address, "127.0.0.1:9464");
+    assert_false(cfg->log_probes);
+    hf_config_unref(cfg);
+    static const char *const good[] = {"0.0.0.0:9464", "127.0.0.1:0", "[::1]:9464", "[::]:65535",
+                                       "10.1.2.3:80"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "return { namespaces = { a = {} }, metrics = { http = true, http_address = '%s' } }",
+                 good[i]);
+        cfg = load(text, err);
+        if (!cfg) fail_msg("%s: %s", good[i], err);
+        assert_true(cfg->metrics_http);
+        assert_string_equal(cfg->metrics_http_address, good[i]);
+        hf_config_unref(cfg);
+    }
+    static const char *const bad[] = {"localhost:9464", "127.0.0.1", "127.0.0.1:", ":9464",
+                                      "127.0.0.1:65536", "127.0.0.1:9x", "::1:9464",
+                                      "[::1]9464", "[127.0.0.1]:1", "unix:/run/m.sock",
+                                      "127.0.0.1:123456"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char text[256];
+        snprintf(text, sizeof text,
+                 "return { namespaces = { a = {} },\n metrics = { http = true,\n"
+                 " http_address = '%s' } }",
+                 bad[i]);
+        if (load(text, err)) fail_msg("%s was accepted", bad[i]);
+        assert_non_null(strstr(err, "t.lua:3: key 'metrics.http_address': must be"));
+    }
+    /* An address without the listener is a mistake, not a silent default. */
+    assert_null(load("return { namespaces = { a = {} }, metrics = { http_address = '0.0.0.0:1' } }",
+                     err));
+    assert_non_null(strstr(err, "only used with metrics.http = true"));
+}
+
 static void sandbox(void **state) {
     (void)state;
     char err[512] = "";
@@ -148,6 +189,10 @@ static const struct {
     {"limits.idle_timeout_ms", "", "limits = { idle_timeout_ms = 100 }", false},
     {"log.level", "", "log = { level = 'debug' }", false},
     {"log.fingerprint_key", "", "log = { fingerprint_key = 'k' }", false},
+    {"log.probes", "", "log = { probes = true }", false},
+    {"metrics.http", "", "metrics = { http = true }", true},
+    {"metrics.http_address", "metrics = { http = true }",
+     "metrics = { http = true, http_address = '[::1]:9464' }", true},
 };
 #define N_SETTINGS (sizeof settings / sizeof settings[0])
 
@@ -422,6 +467,7 @@ int main(void) {
         cmocka_unit_test(defaults),
         cmocka_unit_test(values_are_read),
         cmocka_unit_test(errors_name_line_and_key),
+        cmocka_unit_test(metrics_http_address),
         cmocka_unit_test(sandbox),
         cmocka_unit_test(each_setting_is_reported_by_its_own_name),
         cmocka_unit_test(restart_only_changes_are_exact),

@@ -1,6 +1,7 @@
 /* test_ops_table.c - the op table's rows, and the duplicate-id check that
  * every resource op runs. */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -44,6 +45,62 @@ static void rows_are_consistent(void **state) {
     assert_string_equal(last->name, "unknown");
     assert_int_equal(last->method, HOLDFAST__V1__REQUEST__METHOD__NOT_SET);
     assert_int_equal(last->flags, 0);
+    assert_true(last->codes & (1u << HF_CODE(UNIMPLEMENTED)));
+}
+
+static const struct hf_op_def *row(const char *name) {
+    const struct hf_op_table *t = hf_ops_table();
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->ops[i].name, name) == 0) return &t->ops[i];
+    fail_msg("no row %s", name);
+    return NULL;
+}
+
+#define BIT(name) (1u << HF_CODE(name))
+
+/* Every row lists the codes the request layer may answer for it, and a
+ * resource op's own codes: the metrics export a zero series for each of
+ * these and no other. */
+static void rows_list_their_codes(void **state) {
+    (void)state;
+    const struct hf_op_table *t = hf_ops_table();
+    unsigned request = BIT(INVALID_ARGUMENT) | BIT(UNAVAILABLE) | BIT(RESOURCE_EXHAUSTED);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct hf_op_def *op = &t->ops[i];
+        assert_int_equal(op->codes & request, request);
+        assert_false(op->codes & BIT(UNSPECIFIED));
+        assert_true(op->codes < (1u << 18)); /* codes 0..17 */
+        if (op->flags & HF_OP_RESOURCE) {
+            assert_true(op->codes & BIT(OK));
+            assert_true(op->codes & BIT(NOT_FOUND)); /* an unknown namespace */
+            assert_true(op->codes & BIT(DEADLINE_EXCEEDED));
+            assert_false(op->codes & BIT(UNIMPLEMENTED));
+        }
+    }
+    /* Impossible pairs stay out. */
+    assert_false(row("hold")->codes & BIT(IDEMPOTENCY_MISMATCH));
+    assert_false(row("hold")->codes & BIT(NOT_HELD));
+    assert_false(row("release")->codes & BIT(PERMISSION_DENIED));
+    assert_false(row("status")->codes & BIT(HELD_BY_ANOTHER));
+    assert_false(row("cancel")->codes & BIT(CONFLICT));
+    assert_true(row("confirm")->codes & BIT(IDEMPOTENCY_MISMATCH));
+    assert_true(row("confirm")->codes & BIT(HOLD_LOST));
+    assert_true(row("hold")->codes & BIT(PERMISSION_DENIED));
+    /* Health and Metrics answer at once: no deadline, no backend. */
+    assert_false(row("health")->codes & BIT(DEADLINE_EXCEEDED));
+    assert_false(row("metrics")->codes & BIT(NOT_FOUND));
+}
+
+/* Health and Metrics are probes (their log lines are debug by default);
+ * nothing else is. */
+static void probes_are_flagged(void **state) {
+    (void)state;
+    const struct hf_op_table *t = hf_ops_table();
+    for (size_t i = 0; i < t->n; i++) {
+        bool probe = strcmp(t->ops[i].name, "health") == 0 ||
+                     strcmp(t->ops[i].name, "metrics") == 0;
+        assert_int_equal(!!(t->ops[i].flags & HF_OP_PROBE), probe);
+    }
 }
 
 static void duplicates_short_lists(void **state) {
@@ -79,6 +136,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_method_has_one_row),
         cmocka_unit_test(rows_are_consistent),
+        cmocka_unit_test(rows_list_their_codes),
+        cmocka_unit_test(probes_are_flagged),
         cmocka_unit_test(duplicates_short_lists),
         cmocka_unit_test(duplicates_long_lists),
     };

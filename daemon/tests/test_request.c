@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <uv.h>
@@ -122,11 +123,11 @@ static void op_unknown(struct hf_request *req) {
 }
 
 static const struct hf_op_def fake_ops[] = {
-    {"now", M_NOW, op_now, HF_OP_RESOURCE, 0},
-    {"later", M_LATER, op_later, 0, 1},
-    {"stuck", M_STUCK, op_stuck, 0, 2},
-    {"probe", M_PROBE, op_probe, 0, 3},
-    {"unknown", HOLDFAST__V1__REQUEST__METHOD__NOT_SET, op_unknown, 0, 4},
+    {"now", M_NOW, op_now, HF_OP_RESOURCE, 0, ~0u},
+    {"later", M_LATER, op_later, 0, 1, ~0u},
+    {"stuck", M_STUCK, op_stuck, 0, 2, ~0u},
+    {"probe", M_PROBE, op_probe, HF_OP_PROBE, 3, ~0u},
+    {"unknown", HOLDFAST__V1__REQUEST__METHOD__NOT_SET, op_unknown, 0, 4, ~0u},
 };
 static const struct hf_op_table fake_table = {fake_ops, sizeof fake_ops / sizeof fake_ops[0]};
 
@@ -508,6 +509,39 @@ static void answers_are_counted_by_op_and_result(void **state) {
     assert_int_equal(metric(later_ok), c + 1);
 }
 
+/* The log lines of requests sent while stderr goes to a temp file. */
+static char *logged(struct fx *fx, int method, uint64_t first_id, int count) {
+    FILE *tmp = tmpfile();
+    assert_non_null(tmp);
+    int saved = dup(STDERR_FILENO);
+    assert_true(dup2(fileno(tmp), STDERR_FILENO) >= 0);
+    hf_log_set_level(HF_LOG_INFO);
+    size_t before = fx->n_answers;
+    for (int i = 0; i < count; i++)
+        send_req(fx, (struct req_spec){.id = first_id + (uint64_t)i, .method = method});
+    RUN_UNTIL(fx, fx->n_answers == before + (size_t)count);
+    hf_log_flush();
+    hf_log_set_level(HF_LOG_ERROR);
+    assert_true(dup2(saved, STDERR_FILENO) >= 0);
+    close(saved);
+    static char text[4096];
+    rewind(tmp);
+    size_t n = fread(text, 1, sizeof text - 1, tmp);
+    text[n] = '\0';
+    fclose(tmp);
+    return text;
+}
+
+/* A probe op (HF_OP_PROBE) logs at debug unless log.probes is set. */
+static void probe_ops_log_at_info_only_with_log_probes(void **state) {
+    struct fx *fx = *state;
+    assert_false(fx->d.cfg->log_probes);
+    assert_null(strstr(logged(fx, M_PROBE, 1, 1), "op=probe"));
+    assert_non_null(strstr(logged(fx, M_NOW, 2, 1), "op=now"));
+    fx->d.cfg->log_probes = true; /* as a reload would */
+    assert_non_null(strstr(logged(fx, M_PROBE, 3, 1), " info  req cid="));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
 
 int main(void) {
@@ -525,6 +559,7 @@ int main(void) {
         T(a_client_that_goes_away_gets_no_answers),
         T(draining_refuses_new_requests_and_reports_idle),
         T(answers_are_counted_by_op_and_result),
+        T(probe_ops_log_at_info_only_with_log_probes),
     };
     return cmocka_run_group_tests(tests, group_setup, NULL);
 }

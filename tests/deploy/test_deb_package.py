@@ -59,6 +59,8 @@ def test_package_contents(deb):
     depends = _field(deb, "Depends")
     assert "adduser" in depends
     assert re.search(r"\blibc6 \(>= ", depends), f"shlibdeps did not run: {depends}"
+    # metrics.http links libmicrohttpd dynamically.
+    assert re.search(r"\blibmicrohttpd12\b", depends), depends
 
     # The changelog's top entry is this package's version (lintian checks
     # the same; a mismatch means the template was not configured).

@@ -1,6 +1,8 @@
 """The Kubernetes example: the properties the README promises (native
-sidecar, shared socket, probes on `holdfastctl health`, locked-down
-containers) and a ConfigMap config that the real holdfastd accepts."""
+sidecar, shared socket, probes and scrapes on holdfastd's HTTP listener,
+locked-down containers) and a ConfigMap config that the real holdfastd
+accepts."""
+import re
 import subprocess
 
 import pytest
@@ -54,14 +56,44 @@ def test_socket_dir_is_a_shared_emptydir(pod, sidecar):
     assert pod["securityContext"]["fsGroup"] == sidecar["securityContext"]["runAsGroup"]
 
 
-def test_probes_call_holdfastctl_health(sidecar):
-    health = ["holdfastctl", "--socket", SOCKET, "health"]
-    assert sidecar["startupProbe"]["exec"]["command"] == health
-    assert sidecar["readinessProbe"]["exec"]["command"] == health
-    # Liveness ignores "not ready" (exit 1) so a Redis outage does not
-    # restart every sidecar; only "unreachable" (exit 2) fails it.
-    live = " ".join(sidecar["livenessProbe"]["exec"]["command"])
-    assert "health" in live and "-ne 2" in live and SOCKET in live
+def _http_port(sidecar):
+    (port,) = [p for p in sidecar["ports"] if p["name"] == "holdfast-http"]
+    assert port.get("protocol", "TCP") == "TCP"
+    return port["containerPort"]
+
+
+def _config_text():
+    (cm,) = _docs("configmap.yaml")
+    return cm["data"]["holdfast.lua"]
+
+
+def test_http_listener_matches_the_config(pod, sidecar):
+    # The config listens on every address of the pod (the kubelet and
+    # Prometheus come in on the pod IP), on the port the sidecar declares.
+    m = re.search(r'metrics = \{ http = true, http_address = "0\.0\.0\.0:(\d+)" \}',
+                  _config_text())
+    assert m, "configmap.yaml does not turn metrics.http on"
+    assert int(m.group(1)) == _http_port(sidecar)
+
+
+def test_probes_use_readyz_and_healthz(sidecar):
+    for probe in ("startupProbe", "readinessProbe"):
+        assert sidecar[probe]["httpGet"] == {"path": "/readyz", "port": "holdfast-http"}, probe
+    # Liveness ignores readiness (a Redis outage must not restart every
+    # sidecar): /healthz answers while the daemon's loop runs.
+    assert sidecar["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "holdfast-http"}
+
+
+def test_prometheus_scrapes_the_daemon(pod, sidecar):
+    (deployment,) = _docs("deployment.yaml")
+    notes = deployment["spec"]["template"]["metadata"]["annotations"]
+    assert notes["prometheus.io/scrape"] == "true"
+    assert notes["prometheus.io/path"] == "/metrics"
+    assert int(notes["prometheus.io/port"]) == _http_port(sidecar)
+    # No textfile exporter any more: no containers but the daemon and the app.
+    names = [c["name"] for c in pod["initContainers"] + pod["containers"]]
+    assert names == ["holdfastd", "app"]
+    assert [v["name"] for v in pod["volumes"]] == ["holdfast-run", "holdfast-config"]
 
 
 def test_containers_are_locked_down(pod):
