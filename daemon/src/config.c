@@ -10,6 +10,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -572,10 +573,28 @@ static void budget_hook(lua_State *L, lua_Debug *ar) {
         luaL_error(L, "instruction budget exceeded (endless loop?)");
 }
 
-/* Only pure libraries: no io, os, package, debug; no way to load more code. */
-static lua_State *sandbox_new(struct hf_lua *ctx) {
-    lua_State *L = lua_newstate(limited_alloc, ctx);
-    if (!L) return NULL;
+/* Lua calls this for an error outside any protected call and abort()s if it
+ * returns. Everything run in a sandbox runs under lua_pcall, so this is a
+ * last line: jump back to the caller, which gives the state up (loading
+ * fails; a config's hooks answer "failed" from then on, its state is only
+ * closed). With nobody to jump to, log and exit non-zero so that the service
+ * manager restarts the daemon: never a silent abort. */
+static int on_panic(lua_State *L) {
+    struct hf_lua *ctx;
+    lua_getallocf(L, (void **)&ctx);
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(not a string)";
+    if (ctx->panic_jmp) {
+        log_error("Lua panic in the configuration's sandbox: %s; that Lua state is given up",
+                  msg);
+        ctx->broken = true;
+        longjmp(*ctx->panic_jmp, 1);
+    }
+    log_error("Lua panic outside a protected call: %s; exiting", msg);
+    hf_log_flush();
+    exit(70); /* EX_SOFTWARE */
+}
+
+static int open_sandbox(lua_State *L) {
     static const luaL_Reg libs[] = {
         {LUA_GNAME, luaopen_base},       {LUA_TABLIBNAME, luaopen_table},
         {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
@@ -591,8 +610,77 @@ static lua_State *sandbox_new(struct hf_lua *ctx) {
         lua_pushnil(L);
         lua_setglobal(L, removed[i]);
     }
+    return 0;
+}
+
+/* Only pure libraries: no io, os, package, debug, coroutine; no way to load
+ * more code. Set up in protected mode like everything else. */
+static lua_State *sandbox_new(struct hf_lua *ctx) {
+    lua_State *L = lua_newstate(limited_alloc, ctx);
+    if (!L) return NULL;
+    lua_atpanic(L, on_panic);
+    lua_pushcfunction(L, open_sandbox);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+        lua_close(L);
+        return NULL;
+    }
     lua_sethook(L, budget_hook, LUA_MASKCOUNT, CONFIG_HOOK_EVERY);
     return L;
+}
+
+/* A failed load's message from the error on top of the stack. Lua's says
+ * file:line: why, except for "not enough memory" (the sandbox's limit),
+ * which gets the file name. */
+static void load_failed(struct hf_lua *ctx, lua_State *L, int status) {
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
+    if (strncmp(msg, ctx->name, strlen(ctx->name)) == 0)
+        snprintf(ctx->err, ctx->errlen, "%s", msg);
+    else if (status == LUA_ERRMEM || strstr(msg, "memory"))
+        snprintf(ctx->err, ctx->errlen, "%s: %s (the sandbox allows %u MiB)", ctx->name, msg,
+                 CONFIG_MEMORY_LIMIT >> 20);
+    else
+        snprintf(ctx->err, ctx->errlen, "%s: %s", ctx->name, msg);
+}
+
+struct reading {
+    struct hf_lua *ctx;
+    struct hf_config *cfg;
+    bool ok;
+};
+
+/* read_root in protected mode: a __len or __index metamethod in the file's
+ * tables may raise, and luaL_ref may run out of memory. */
+static int read_protected(lua_State *L) {
+    struct reading *r = lua_touserdata(L, 1);
+    r->ok = read_root(r->ctx, L, r->cfg);
+    return 0;
+}
+
+/* Run the file and read what it returns. */
+static bool run_file(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg, const char *text) {
+    char chunkname[300];
+    snprintf(chunkname, sizeof chunkname, "@%s", ctx->name);
+    jmp_buf panic;
+    volatile bool ok = false;
+    ctx->panic_jmp = &panic;
+    if (setjmp(panic) == 0) {
+        /* "t": text only, precompiled bytecode could escape the sandbox. */
+        int rc = luaL_loadbufferx(L, text, strlen(text), chunkname, "t");
+        if (rc == LUA_OK) rc = lua_pcall(L, 0, 1, 0);
+        if (rc == LUA_OK) {
+            struct reading r = {ctx, cfg, false};
+            lua_pushcfunction(L, read_protected);
+            lua_pushlightuserdata(L, &r);
+            lua_rotate(L, -3, 2); /* read_protected, &r, the returned table */
+            rc = lua_pcall(L, 2, 0, 0);
+            ok = rc == LUA_OK && r.ok;
+        }
+        if (rc != LUA_OK) load_failed(ctx, L, rc);
+    } else {
+        snprintf(ctx->err, ctx->errlen, "%s: Lua panic while loading (see the log)", ctx->name);
+    }
+    ctx->panic_jmp = NULL;
+    return ok;
 }
 
 static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *text) {
@@ -609,28 +697,7 @@ static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *
         free(cfg);
         return NULL;
     }
-    char chunkname[300];
-    snprintf(chunkname, sizeof chunkname, "@%s", ctx->name);
-    /* "t": text only, precompiled bytecode could escape the sandbox. */
-    int rc = luaL_loadbufferx(L, text, strlen(text), chunkname, "t");
-    if (rc == LUA_OK) rc = lua_pcall(L, 0, 1, 0);
-    bool ok;
-    if (rc != LUA_OK) {
-        /* Lua's message says file:line: why, except for "not enough
-         * memory" (the sandbox's limit), which gets the file name. */
-        const char *msg = lua_tostring(L, -1);
-        if (!msg) msg = "error";
-        if (strncmp(msg, ctx->name, strlen(ctx->name)) == 0)
-            snprintf(ctx->err, ctx->errlen, "%s", msg);
-        else if (strstr(msg, "memory"))
-            snprintf(ctx->err, ctx->errlen, "%s: %s (the sandbox allows %u MiB)", ctx->name,
-                     msg, CONFIG_MEMORY_LIMIT >> 20);
-        else
-            snprintf(ctx->err, ctx->errlen, "%s: %s", ctx->name, msg);
-        ok = false;
-    } else {
-        ok = read_root(ctx, L, cfg);
-    }
+    bool ok = run_file(ctx, L, cfg, text);
     if (ok) {
         cfg->path = strdup(path);
         if (!cfg->path) ok = false;

@@ -4,6 +4,7 @@
 #define HF_CONFIG_LUA_H
 
 #include <lua.h>
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -16,6 +17,8 @@ struct hf_lua {
     size_t mem_used;   /* the allocator's running total (cap: 16 MiB) */
     long instructions; /* counted by the budget hook... */
     long budget;       /* ...and stopped past this */
+    jmp_buf *panic_jmp; /* where the panic handler jumps to; NULL: log and exit */
+    bool broken;       /* a panic happened in this state: it is not called again */
     bool keep_state;   /* a hook was defined: keep L after loading */
 };
 

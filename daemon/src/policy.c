@@ -4,6 +4,7 @@
 #include "policy.h"
 
 #include <lauxlib.h>
+#include <setjmp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,36 +33,69 @@ static void push_facts(lua_State *L, const struct hf_namespace *ns,
     lua_setfield(L, -2, "gid");
 }
 
+struct admit_call {
+    const struct hf_namespace *ns;
+    const struct hf_hold_facts *facts;
+    uint32_t *ttl_ms;
+    char *why;
+    size_t whylen;
+    enum hf_verdict verdict;
+};
+
+/* Everything that touches the Lua state, in protected mode: building the
+ * facts can run out of memory, and so can reading a number as a reason. */
+static int admit_protected(lua_State *L) {
+    struct admit_call *c = lua_touserdata(L, 1);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ns->admit_hook);
+    push_facts(L, c->ns, c->facts);
+    lua_call(L, 1, 2);
+    c->verdict = HF_ADMIT;
+    if (lua_isboolean(L, -2) && !lua_toboolean(L, -2)) {
+        const char *reason = lua_tostring(L, -1);
+        snprintf(c->why, c->whylen, "%s", reason ? reason : "refused by the namespace's admit hook");
+        c->verdict = HF_DENY;
+    } else if (lua_isinteger(L, -2)) {
+        lua_Integer ttl = lua_tointeger(L, -2);
+        if (ttl < c->ns->min_ttl_ms) ttl = c->ns->min_ttl_ms;
+        if (ttl > c->ns->max_ttl_ms) ttl = c->ns->max_ttl_ms;
+        *c->ttl_ms = (uint32_t)ttl;
+    } else if (!lua_isnil(L, -2) && !lua_isboolean(L, -2)) {
+        snprintf(c->why, c->whylen, "admit hook returned a %s; expected boolean, nil or integer",
+                 luaL_typename(L, -2));
+        c->verdict = HF_HOOK_FAILED;
+    }
+    return 0;
+}
+
 enum hf_verdict hf_policy_admit_hold(const struct hf_config *cfg, const struct hf_namespace *ns,
                                      const struct hf_hold_facts *facts, uint32_t *ttl_ms,
                                      char *why, size_t whylen) {
     if (!ns->admit_hook || !cfg->lua) return HF_ADMIT;
     struct hf_lua *lua = cfg->lua;
     lua_State *L = lua->L;
-    lua->instructions = 0;
-    lua->budget = HF_HOOK_INSTRUCTION_BUDGET;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ns->admit_hook);
-    push_facts(L, ns, facts);
-    if (lua_pcall(L, 1, 2, 0) != LUA_OK) {
-        snprintf(why, whylen, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "error");
-        lua_settop(L, 0);
+    if (lua->broken) {
+        snprintf(why, whylen, "its Lua state panicked earlier; reload the configuration");
         return HF_HOOK_FAILED;
     }
-    enum hf_verdict verdict = HF_ADMIT;
-    if (lua_isboolean(L, -2) && !lua_toboolean(L, -2)) {
-        const char *reason = lua_tostring(L, -1);
-        snprintf(why, whylen, "%s", reason ? reason : "refused by the namespace's admit hook");
-        verdict = HF_DENY;
-    } else if (lua_isinteger(L, -2)) {
-        lua_Integer ttl = lua_tointeger(L, -2);
-        if (ttl < ns->min_ttl_ms) ttl = ns->min_ttl_ms;
-        if (ttl > ns->max_ttl_ms) ttl = ns->max_ttl_ms;
-        *ttl_ms = (uint32_t)ttl;
-    } else if (!lua_isnil(L, -2) && !lua_isboolean(L, -2)) {
-        snprintf(why, whylen, "admit hook returned a %s; expected boolean, nil or integer",
-                 luaL_typename(L, -2));
-        verdict = HF_HOOK_FAILED;
+    lua->instructions = 0;
+    lua->budget = HF_HOOK_INSTRUCTION_BUDGET;
+    struct admit_call call = {ns, facts, ttl_ms, why, whylen, HF_HOOK_FAILED};
+    jmp_buf panic;
+    lua->panic_jmp = &panic;
+    if (setjmp(panic) == 0) {
+        lua_pushcfunction(L, admit_protected);
+        lua_pushlightuserdata(L, &call);
+        if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
+            /* not lua_tostring on a number: that would allocate */
+            const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+            snprintf(why, whylen, "%s", msg ? msg : "(error object is not a string)");
+            call.verdict = HF_HOOK_FAILED;
+        }
+        lua_settop(L, 0);
+    } else {
+        snprintf(why, whylen, "its Lua state panicked (see the log)");
+        call.verdict = HF_HOOK_FAILED;
     }
-    lua_settop(L, 0);
-    return verdict;
+    lua->panic_jmp = NULL;
+    return call.verdict;
 }
