@@ -16,13 +16,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config_lua.h"
 #include "validate.h"
 
 #define CONFIG_MEMORY_LIMIT (16u << 20)
 #define CONFIG_INSTRUCTION_BUDGET 10000000
+#define CONFIG_TIME_BUDGET_MS 2000u
 #define CONFIG_HOOK_EVERY 1000
+#define ALLOC_CHECK_BYTES (64u << 10) /* the allocator reads the clock this often */
 
 enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST, F_FUNCTION,
                   F_STRING_LIST };
@@ -550,6 +553,71 @@ static bool read_root(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg) {
 
 /* ---- the sandbox ---- */
 
+uint64_t hf_lua_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Stop the running call and say why in ctx->stop_msg (Lua strings cannot
+ * be made any more: the allocator refuses to grow from now on). */
+static void set_stop(struct hf_lua *ctx, enum hf_lua_stop why, const char *where) {
+    ctx->stop = why;
+    if (why == HF_LUA_OUT_OF_INSTRUCTIONS)
+        snprintf(ctx->stop_msg, sizeof ctx->stop_msg,
+                 "%sinstruction budget exceeded (endless loop?)", where);
+    else
+        snprintf(ctx->stop_msg, sizeof ctx->stop_msg, "%stime budget exceeded (%u ms)", where,
+                 ctx->time_budget_ms);
+}
+
+/* Whether the running call has to end; reads the clock. */
+static bool must_stop(struct hf_lua *ctx) {
+    if (ctx->stop == HF_LUA_RUNNING && ctx->deadline_ns && hf_lua_now_ns() >= ctx->deadline_ns)
+        set_stop(ctx, HF_LUA_OUT_OF_TIME, "");
+    return ctx->stop != HF_LUA_RUNNING;
+}
+
+/* Raise the stopped call's error. The message names the innermost Lua
+ * function's line, found without allocating; the error value is a light
+ * userdata (no allocation either) and the text stays in ctx->stop_msg. */
+static int raise_stop(lua_State *L, struct hf_lua *ctx, enum hf_lua_stop why) {
+    if (!ctx->stop_raised) {
+        char where[LUA_IDSIZE + 16] = "";
+        lua_Debug ar;
+        for (int level = 0; level < 16 && lua_getstack(L, level, &ar); level++) {
+            if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+                snprintf(where, sizeof where, "%s:%d: ", ar.short_src, ar.currentline);
+                break;
+            }
+        }
+        set_stop(ctx, ctx->stop == HF_LUA_RUNNING ? why : ctx->stop, where);
+        ctx->stop_raised = true;
+    }
+    lua_pushlightuserdata(L, ctx);
+    return lua_error(L);
+}
+
+void hf_lua_start(struct hf_lua *ctx, long instructions, unsigned time_ms) {
+    ctx->instructions = 0;
+    ctx->budget = instructions;
+    ctx->time_budget_ms = time_ms;
+    ctx->deadline_ns = hf_lua_now_ns() + (uint64_t)time_ms * 1000000u;
+    ctx->steps = ctx->alloc_since_check = 0;
+    ctx->stop = HF_LUA_RUNNING;
+    ctx->stop_raised = false;
+    ctx->stop_msg[0] = '\0';
+}
+
+void hf_lua_end(struct hf_lua *ctx) {
+    ctx->deadline_ns = 0;
+    ctx->stop = HF_LUA_RUNNING;
+}
+
+/* Every block counts against mem_limit, and none may be larger than
+ * max_alloc. Once a call is stopped nothing grows; every ALLOC_CHECK_BYTES
+ * handed out the clock is read, so C code that allocates as it goes cannot
+ * outrun the deadline by much. Shrinking never fails, as Lua requires. */
 static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     struct hf_lua *ctx = ud;
     if (!ptr) osize = 0;
@@ -558,19 +626,42 @@ static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         free(ptr);
         return NULL;
     }
-    if (nsize > osize && ctx->mem_used + (nsize - osize) > CONFIG_MEMORY_LIMIT) return NULL;
+    if (nsize > osize) {
+        if (ctx->stop != HF_LUA_RUNNING) return NULL;
+        if (ctx->mem_used + (nsize - osize) > ctx->mem_limit ||
+            (ctx->max_alloc && nsize > ctx->max_alloc)) {
+            must_stop(ctx); /* Lua collects and asks again: the clock, meanwhile */
+            return NULL;
+        }
+        ctx->alloc_since_check += nsize - osize;
+        if (ctx->alloc_since_check >= ALLOC_CHECK_BYTES) {
+            ctx->alloc_since_check = 0;
+            if (must_stop(ctx)) return NULL;
+        }
+    }
     void *p = realloc(ptr, nsize);
     if (p) ctx->mem_used = ctx->mem_used - osize + nsize;
     return p;
 }
 
+/* Counts instructions and reads the clock every lua_gethookcount() of them. */
 static void budget_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     struct hf_lua *ctx;
     lua_getallocf(L, (void **)&ctx);
-    ctx->instructions += CONFIG_HOOK_EVERY;
-    if (ctx->instructions > ctx->budget)
-        luaL_error(L, "instruction budget exceeded (endless loop?)");
+    ctx->instructions += lua_gethookcount(L);
+    if (ctx->stop == HF_LUA_RUNNING && ctx->instructions > ctx->budget)
+        raise_stop(L, ctx, HF_LUA_OUT_OF_INSTRUCTIONS);
+    if (must_stop(ctx)) raise_stop(L, ctx, ctx->stop);
+}
+
+void hf_lua_charge(lua_State *L, size_t steps) {
+    struct hf_lua *ctx;
+    lua_getallocf(L, (void **)&ctx);
+    ctx->steps += steps;
+    if (ctx->stop == HF_LUA_RUNNING && ctx->steps < HF_LUA_STEPS_PER_CHECK) return;
+    ctx->steps = 0;
+    if (must_stop(ctx)) raise_stop(L, ctx, ctx->stop);
 }
 
 /* Lua calls this for an error outside any protected call and abort()s if it
@@ -610,11 +701,13 @@ static int open_sandbox(lua_State *L) {
         lua_pushnil(L);
         lua_setglobal(L, removed[i]);
     }
+    hf_lua_open_bounded(L);
     return 0;
 }
 
 /* Only pure libraries: no io, os, package, debug, coroutine; no way to load
- * more code. Set up in protected mode like everything else. */
+ * more code; the functions that could run long in C replaced by bounded
+ * ones (policy.c). Set up in protected mode like everything else. */
 static lua_State *sandbox_new(struct hf_lua *ctx) {
     lua_State *L = lua_newstate(limited_alloc, ctx);
     if (!L) return NULL;
@@ -629,13 +722,14 @@ static lua_State *sandbox_new(struct hf_lua *ctx) {
 }
 
 /* A failed load's message from the error on top of the stack. Lua's says
- * file:line: why, except for "not enough memory" (the sandbox's limit),
- * which gets the file name. */
+ * file:line: why; running out of memory gets the file name and the limit;
+ * a stopped load says why in stop_msg. */
 static void load_failed(struct hf_lua *ctx, lua_State *L, int status) {
     const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
+    if (ctx->stop != HF_LUA_RUNNING) msg = ctx->stop_msg;
     if (strncmp(msg, ctx->name, strlen(ctx->name)) == 0)
         snprintf(ctx->err, ctx->errlen, "%s", msg);
-    else if (status == LUA_ERRMEM || strstr(msg, "memory"))
+    else if (ctx->stop == HF_LUA_RUNNING && (status == LUA_ERRMEM || strstr(msg, "memory")))
         snprintf(ctx->err, ctx->errlen, "%s: %s (the sandbox allows %u MiB)", ctx->name, msg,
                  CONFIG_MEMORY_LIMIT >> 20);
     else
@@ -656,7 +750,7 @@ static int read_protected(lua_State *L) {
     return 0;
 }
 
-/* Run the file and read what it returns. */
+/* Run the file and read what it returns, within the load's budgets. */
 static bool run_file(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg, const char *text) {
     char chunkname[300];
     snprintf(chunkname, sizeof chunkname, "@%s", ctx->name);
@@ -664,6 +758,7 @@ static bool run_file(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg, co
     volatile bool ok = false;
     ctx->panic_jmp = &panic;
     if (setjmp(panic) == 0) {
+        hf_lua_start(ctx, CONFIG_INSTRUCTION_BUDGET, CONFIG_TIME_BUDGET_MS);
         /* "t": text only, precompiled bytecode could escape the sandbox. */
         int rc = luaL_loadbufferx(L, text, strlen(text), chunkname, "t");
         if (rc == LUA_OK) rc = lua_pcall(L, 0, 1, 0);
@@ -680,6 +775,7 @@ static bool run_file(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg, co
         snprintf(ctx->err, ctx->errlen, "%s: Lua panic while loading (see the log)", ctx->name);
     }
     ctx->panic_jmp = NULL;
+    hf_lua_end(ctx);
     return ok;
 }
 
@@ -690,7 +786,7 @@ static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *
         return NULL;
     }
     cfg->refs = 1;
-    ctx->budget = CONFIG_INSTRUCTION_BUDGET;
+    ctx->mem_limit = CONFIG_MEMORY_LIMIT;
     lua_State *L = sandbox_new(ctx);
     if (!L) {
         snprintf(ctx->err, ctx->errlen, "%s: cannot create Lua state", ctx->name);
@@ -703,15 +799,21 @@ static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *
         if (!cfg->path) ok = false;
     }
     if (ok && ctx->keep_state) {
-        /* Policy hooks live on in this state; it moves into the config. */
+        /* Policy hooks live on in this state; it moves into the config,
+         * with the hooks' own limits (policy.c sets the per-call ones). */
         lua_settop(L, 0);
         struct hf_lua *kept = malloc(sizeof *kept);
         if (kept) {
+            lua_gc(L, LUA_GCCOLLECT);
             *kept = *ctx;
             kept->name = kept->text = NULL;
             kept->err = NULL;
             kept->L = L;
+            kept->mem_limit = kept->mem_used + HF_HOOK_MEMORY_HEADROOM;
+            kept->max_alloc = HF_HOOK_MAX_ALLOC;
+            hf_lua_end(kept);
             lua_setallocf(L, limited_alloc, kept);
+            lua_sethook(L, budget_hook, LUA_MASKCOUNT, HF_HOOK_CHECK_EVERY);
             cfg->lua = kept;
             return cfg;
         }
