@@ -11,18 +11,22 @@
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config_lua.h"
 #include "validate.h"
 
 #define CONFIG_MEMORY_LIMIT (16u << 20)
 #define CONFIG_INSTRUCTION_BUDGET 10000000
+#define CONFIG_TIME_BUDGET_MS 2000u
 #define CONFIG_HOOK_EVERY 1000
+#define ALLOC_CHECK_BYTES (64u << 10) /* the allocator reads the clock this often */
 
 enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST, F_FUNCTION,
                   F_STRING_LIST };
@@ -199,8 +203,9 @@ static const struct field namespace_fields[] = {
      "Journey segments: the most legs one request may span; 0 = seats without segments. "
      "When set, every request in the namespace names a segment (docs/segments.md)."},
     {"namespaces.<name>.admit", F_FUNCTION, NSF(admit_hook), 0, NULL, 0, 0, NULL, RELOAD,
-     "Policy hook called for every Hold; it may refuse the hold or set its TTL (see "
-     "[Policy hooks](architecture.md#policy-hooks))."},
+     "Policy hook called for every Hold; it may refuse the hold or set its TTL. Each call "
+     "gets 200,000 instructions and 10 ms, the hooks 4 MiB; one that fails refuses the Hold "
+     "(see [Policy hooks](architecture.md#policy-hooks))."},
 };
 
 #define N_FIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -624,6 +629,71 @@ static bool read_root(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg) {
 
 /* ---- the sandbox ---- */
 
+uint64_t hf_lua_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Stop the running call and say why in ctx->stop_msg (Lua strings cannot
+ * be made any more: the allocator refuses to grow from now on). */
+static void set_stop(struct hf_lua *ctx, enum hf_lua_stop why, const char *where) {
+    ctx->stop = why;
+    if (why == HF_LUA_OUT_OF_INSTRUCTIONS)
+        snprintf(ctx->stop_msg, sizeof ctx->stop_msg,
+                 "%sinstruction budget exceeded (endless loop?)", where);
+    else
+        snprintf(ctx->stop_msg, sizeof ctx->stop_msg, "%stime budget exceeded (%u ms)", where,
+                 ctx->time_budget_ms);
+}
+
+/* Whether the running call has to end; reads the clock. */
+static bool must_stop(struct hf_lua *ctx) {
+    if (ctx->stop == HF_LUA_RUNNING && ctx->deadline_ns && hf_lua_now_ns() >= ctx->deadline_ns)
+        set_stop(ctx, HF_LUA_OUT_OF_TIME, "");
+    return ctx->stop != HF_LUA_RUNNING;
+}
+
+/* Raise the stopped call's error. The message names the innermost Lua
+ * function's line, found without allocating; the error value is a light
+ * userdata (no allocation either) and the text stays in ctx->stop_msg. */
+static int raise_stop(lua_State *L, struct hf_lua *ctx, enum hf_lua_stop why) {
+    if (!ctx->stop_raised) {
+        char where[LUA_IDSIZE + 16] = "";
+        lua_Debug ar;
+        for (int level = 0; level < 16 && lua_getstack(L, level, &ar); level++) {
+            if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
+                snprintf(where, sizeof where, "%s:%d: ", ar.short_src, ar.currentline);
+                break;
+            }
+        }
+        set_stop(ctx, ctx->stop == HF_LUA_RUNNING ? why : ctx->stop, where);
+        ctx->stop_raised = true;
+    }
+    lua_pushlightuserdata(L, ctx);
+    return lua_error(L);
+}
+
+void hf_lua_start(struct hf_lua *ctx, long instructions, unsigned time_ms) {
+    ctx->instructions = 0;
+    ctx->budget = instructions;
+    ctx->time_budget_ms = time_ms;
+    ctx->deadline_ns = hf_lua_now_ns() + (uint64_t)time_ms * 1000000u;
+    ctx->steps = ctx->alloc_since_check = 0;
+    ctx->stop = HF_LUA_RUNNING;
+    ctx->stop_raised = false;
+    ctx->stop_msg[0] = '\0';
+}
+
+void hf_lua_end(struct hf_lua *ctx) {
+    ctx->deadline_ns = 0;
+    ctx->stop = HF_LUA_RUNNING;
+}
+
+/* Every block counts against mem_limit, and none may be larger than
+ * max_alloc. Once a call is stopped nothing grows; every ALLOC_CHECK_BYTES
+ * handed out the clock is read, so C code that allocates as it goes cannot
+ * outrun the deadline by much. Shrinking never fails, as Lua requires. */
 static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
     struct hf_lua *ctx = ud;
     if (!ptr) osize = 0;
@@ -632,25 +702,66 @@ static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
         free(ptr);
         return NULL;
     }
-    if (nsize > osize && ctx->mem_used + (nsize - osize) > CONFIG_MEMORY_LIMIT) return NULL;
+    if (nsize > osize) {
+        if (ctx->stop != HF_LUA_RUNNING) return NULL;
+        if (ctx->mem_used + (nsize - osize) > ctx->mem_limit ||
+            (ctx->max_alloc && nsize > ctx->max_alloc)) {
+            must_stop(ctx); /* Lua collects and asks again: the clock, meanwhile */
+            return NULL;
+        }
+        ctx->alloc_since_check += nsize - osize;
+        if (ctx->alloc_since_check >= ALLOC_CHECK_BYTES) {
+            ctx->alloc_since_check = 0;
+            if (must_stop(ctx)) return NULL;
+        }
+    }
     void *p = realloc(ptr, nsize);
     if (p) ctx->mem_used = ctx->mem_used - osize + nsize;
     return p;
 }
 
+/* Counts instructions and reads the clock every lua_gethookcount() of them. */
 static void budget_hook(lua_State *L, lua_Debug *ar) {
     (void)ar;
     struct hf_lua *ctx;
     lua_getallocf(L, (void **)&ctx);
-    ctx->instructions += CONFIG_HOOK_EVERY;
-    if (ctx->instructions > ctx->budget)
-        luaL_error(L, "instruction budget exceeded (endless loop?)");
+    ctx->instructions += lua_gethookcount(L);
+    if (ctx->stop == HF_LUA_RUNNING && ctx->instructions > ctx->budget)
+        raise_stop(L, ctx, HF_LUA_OUT_OF_INSTRUCTIONS);
+    if (must_stop(ctx)) raise_stop(L, ctx, ctx->stop);
 }
 
-/* Only pure libraries: no io, os, package, debug; no way to load more code. */
-static lua_State *sandbox_new(struct hf_lua *ctx) {
-    lua_State *L = lua_newstate(limited_alloc, ctx);
-    if (!L) return NULL;
+void hf_lua_charge(lua_State *L, size_t steps) {
+    struct hf_lua *ctx;
+    lua_getallocf(L, (void **)&ctx);
+    ctx->steps += steps;
+    if (ctx->stop == HF_LUA_RUNNING && ctx->steps < HF_LUA_STEPS_PER_CHECK) return;
+    ctx->steps = 0;
+    if (must_stop(ctx)) raise_stop(L, ctx, ctx->stop);
+}
+
+/* Lua calls this for an error outside any protected call and abort()s if it
+ * returns. Everything run in a sandbox runs under lua_pcall, so this is a
+ * last line: jump back to the caller, which gives the state up (loading
+ * fails; a config's hooks answer "failed" from then on, its state is only
+ * closed). With nobody to jump to, log and exit non-zero so that the service
+ * manager restarts the daemon: never a silent abort. */
+static int on_panic(lua_State *L) {
+    struct hf_lua *ctx;
+    lua_getallocf(L, (void **)&ctx);
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(not a string)";
+    if (ctx->panic_jmp) {
+        log_error("Lua panic in the configuration's sandbox: %s; that Lua state is given up",
+                  msg);
+        ctx->broken = true;
+        longjmp(*ctx->panic_jmp, 1);
+    }
+    log_error("Lua panic outside a protected call: %s; exiting", msg);
+    hf_log_flush();
+    exit(70); /* EX_SOFTWARE */
+}
+
+static int open_sandbox(lua_State *L) {
     static const luaL_Reg libs[] = {
         {LUA_GNAME, luaopen_base},       {LUA_TABLIBNAME, luaopen_table},
         {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
@@ -666,8 +777,82 @@ static lua_State *sandbox_new(struct hf_lua *ctx) {
         lua_pushnil(L);
         lua_setglobal(L, removed[i]);
     }
+    hf_lua_open_bounded(L);
+    return 0;
+}
+
+/* Only pure libraries: no io, os, package, debug, coroutine; no way to load
+ * more code; the functions that could run long in C replaced by bounded
+ * ones (policy.c). Set up in protected mode like everything else. */
+static lua_State *sandbox_new(struct hf_lua *ctx) {
+    lua_State *L = lua_newstate(limited_alloc, ctx);
+    if (!L) return NULL;
+    lua_atpanic(L, on_panic);
+    lua_pushcfunction(L, open_sandbox);
+    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+        lua_close(L);
+        return NULL;
+    }
     lua_sethook(L, budget_hook, LUA_MASKCOUNT, CONFIG_HOOK_EVERY);
     return L;
+}
+
+/* A failed load's message from the error on top of the stack. Lua's says
+ * file:line: why; running out of memory gets the file name and the limit;
+ * a stopped load says why in stop_msg. */
+static void load_failed(struct hf_lua *ctx, lua_State *L, int status) {
+    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
+    if (ctx->stop != HF_LUA_RUNNING) msg = ctx->stop_msg;
+    if (strncmp(msg, ctx->name, strlen(ctx->name)) == 0)
+        snprintf(ctx->err, ctx->errlen, "%s", msg);
+    else if (ctx->stop == HF_LUA_RUNNING && (status == LUA_ERRMEM || strstr(msg, "memory")))
+        snprintf(ctx->err, ctx->errlen, "%s: %s (the sandbox allows %u MiB)", ctx->name, msg,
+                 CONFIG_MEMORY_LIMIT >> 20);
+    else
+        snprintf(ctx->err, ctx->errlen, "%s: %s", ctx->name, msg);
+}
+
+struct reading {
+    struct hf_lua *ctx;
+    struct hf_config *cfg;
+    bool ok;
+};
+
+/* read_root in protected mode: a __len or __index metamethod in the file's
+ * tables may raise, and luaL_ref may run out of memory. */
+static int read_protected(lua_State *L) {
+    struct reading *r = lua_touserdata(L, 1);
+    r->ok = read_root(r->ctx, L, r->cfg);
+    return 0;
+}
+
+/* Run the file and read what it returns, within the load's budgets. */
+static bool run_file(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg, const char *text) {
+    char chunkname[300];
+    snprintf(chunkname, sizeof chunkname, "@%s", ctx->name);
+    jmp_buf panic;
+    volatile bool ok = false;
+    ctx->panic_jmp = &panic;
+    if (setjmp(panic) == 0) {
+        hf_lua_start(ctx, CONFIG_INSTRUCTION_BUDGET, CONFIG_TIME_BUDGET_MS);
+        /* "t": text only, precompiled bytecode could escape the sandbox. */
+        int rc = luaL_loadbufferx(L, text, strlen(text), chunkname, "t");
+        if (rc == LUA_OK) rc = lua_pcall(L, 0, 1, 0);
+        if (rc == LUA_OK) {
+            struct reading r = {ctx, cfg, false};
+            lua_pushcfunction(L, read_protected);
+            lua_pushlightuserdata(L, &r);
+            lua_rotate(L, -3, 2); /* read_protected, &r, the returned table */
+            rc = lua_pcall(L, 2, 0, 0);
+            ok = rc == LUA_OK && r.ok;
+        }
+        if (rc != LUA_OK) load_failed(ctx, L, rc);
+    } else {
+        snprintf(ctx->err, ctx->errlen, "%s: Lua panic while loading (see the log)", ctx->name);
+    }
+    ctx->panic_jmp = NULL;
+    hf_lua_end(ctx);
+    return ok;
 }
 
 static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *text) {
@@ -677,49 +862,34 @@ static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *
         return NULL;
     }
     cfg->refs = 1;
-    ctx->budget = CONFIG_INSTRUCTION_BUDGET;
+    ctx->mem_limit = CONFIG_MEMORY_LIMIT;
     lua_State *L = sandbox_new(ctx);
     if (!L) {
         snprintf(ctx->err, ctx->errlen, "%s: cannot create Lua state", ctx->name);
         free(cfg);
         return NULL;
     }
-    char chunkname[300];
-    snprintf(chunkname, sizeof chunkname, "@%s", ctx->name);
-    /* "t": text only, precompiled bytecode could escape the sandbox. */
-    int rc = luaL_loadbufferx(L, text, strlen(text), chunkname, "t");
-    if (rc == LUA_OK) rc = lua_pcall(L, 0, 1, 0);
-    bool ok;
-    if (rc != LUA_OK) {
-        /* Lua's message says file:line: why, except for "not enough
-         * memory" (the sandbox's limit), which gets the file name. */
-        const char *msg = lua_tostring(L, -1);
-        if (!msg) msg = "error";
-        if (strncmp(msg, ctx->name, strlen(ctx->name)) == 0)
-            snprintf(ctx->err, ctx->errlen, "%s", msg);
-        else if (strstr(msg, "memory"))
-            snprintf(ctx->err, ctx->errlen, "%s: %s (the sandbox allows %u MiB)", ctx->name,
-                     msg, CONFIG_MEMORY_LIMIT >> 20);
-        else
-            snprintf(ctx->err, ctx->errlen, "%s: %s", ctx->name, msg);
-        ok = false;
-    } else {
-        ok = read_root(ctx, L, cfg);
-    }
+    bool ok = run_file(ctx, L, cfg, text);
     if (ok) {
         cfg->path = strdup(path);
         if (!cfg->path) ok = false;
     }
     if (ok && ctx->keep_state) {
-        /* Policy hooks live on in this state; it moves into the config. */
+        /* Policy hooks live on in this state; it moves into the config,
+         * with the hooks' own limits (policy.c sets the per-call ones). */
         lua_settop(L, 0);
         struct hf_lua *kept = malloc(sizeof *kept);
         if (kept) {
+            lua_gc(L, LUA_GCCOLLECT);
             *kept = *ctx;
             kept->name = kept->text = NULL;
             kept->err = NULL;
             kept->L = L;
+            kept->mem_limit = kept->mem_used + HF_HOOK_MEMORY_HEADROOM;
+            kept->max_alloc = HF_HOOK_MAX_ALLOC;
+            hf_lua_end(kept);
             lua_setallocf(L, limited_alloc, kept);
+            lua_sethook(L, budget_hook, LUA_MASKCOUNT, HF_HOOK_CHECK_EVERY);
             cfg->lua = kept;
             return cfg;
         }

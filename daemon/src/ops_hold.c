@@ -177,8 +177,7 @@ static bool admitted_by_policy(struct hf_request *req, const struct hf_target *t
         return false;
     default:
         hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
-        log_error("hold cid=%s: namespace '%s' admit hook failed: %s", req->correlation_id,
-                  t->ns->name, why);
+        /* policy.c logs the reasons, at a bounded rate. */
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
         return false;
     }

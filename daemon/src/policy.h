@@ -6,8 +6,11 @@
  *              return true
  *            end },
  *
- * A hook runs on the event loop under an instruction budget, in the same
- * sandbox as the config (no io/os), so a bad hook cannot stall the daemon. */
+ * A hook runs on the event loop, in the same sandbox as the config (no
+ * io/os), under an instruction budget, a wall-clock budget that the library
+ * functions running in C honour too, and a memory cap (config_lua.h), so a
+ * bad hook can neither stall nor crash the daemon: it fails, and the Hold is
+ * refused. */
 #ifndef HF_POLICY_H
 #define HF_POLICY_H
 
@@ -30,10 +33,19 @@ struct hf_hold_facts {
 enum hf_verdict {
     HF_ADMIT,       /* go ahead (*ttl_ms may have been changed, within bounds) */
     HF_DENY,        /* the hook said no; `why` has its reason */
-    HF_HOOK_FAILED, /* the hook raised an error or ran out of budget */
+    HF_HOOK_FAILED, /* the hook raised an error, ran out of a budget or of
+                       memory, returned nonsense, or was not run (time share) */
 };
 
-#define HF_HOOK_INSTRUCTION_BUDGET 200000
+#define HF_HOOK_INSTRUCTION_BUDGET 200000 /* per call */
+#define HF_HOOK_TIME_BUDGET_MS 10         /* per call, wall clock */
+/* All hooks together hold the loop for at most HF_HOOK_SHARE_BURST_MS at a
+ * stretch: time spent outside hooks earns that allowance back one for one,
+ * a call's time budget is cut to what is left, and with nothing left it
+ * fails without running. So a flood of slow hooks gets about half of the
+ * loop, never all of it, and never more than this at once. */
+#define HF_HOOK_SHARE_BURST_MS 10
+#define HF_HOOK_LOG_INTERVAL_S 10         /* one log line per failure kind */
 
 /* Run the namespace's admit hook, if it has one. */
 enum hf_verdict hf_policy_admit_hold(const struct hf_config *cfg, const struct hf_namespace *ns,

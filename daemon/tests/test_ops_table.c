@@ -82,7 +82,8 @@ static void rows_list_their_codes(void **state) {
     assert_false(row("hold")->codes & BIT(NOT_HELD));
     assert_false(row("release")->codes & BIT(PERMISSION_DENIED));
     assert_false(row("status")->codes & BIT(HELD_BY_ANOTHER));
-    assert_false(row("cancel")->codes & BIT(CONFLICT));
+    assert_false(row("cancel")->codes & BIT(STALE));
+    assert_true(row("cancel")->codes & BIT(CONFLICT)); /* claimed under another reference */
     assert_true(row("confirm")->codes & BIT(IDEMPOTENCY_MISMATCH));
     assert_true(row("confirm")->codes & BIT(HOLD_LOST));
     assert_true(row("hold")->codes & BIT(PERMISSION_DENIED));
