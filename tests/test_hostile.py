@@ -220,3 +220,35 @@ def test_a_grant_whose_client_has_gone_is_released_at_once(daemon, redis):
         wait_for(lambda: parse_metrics(other.metrics())["holdfast_late_grants_released_total"]
                  > before, timeout=5, what="the orphaned grant to be released")
         assert code_name(other.hold("seat", "gone", ["1"]).code) == "OK"
+
+
+GUARDED = pgh.NAMESPACES + """
+    guarded = { confirmable = true, admit = function(r)
+        if r.op == "confirm" and r.reference == "blocked" then
+            return false, "orders marked blocked may not buy"
+        end
+        if r.op == "cancel" and r.idempotency_key:sub(1, 4) == "deny" then
+            return false, "refunds need a supervisor"
+        end
+        if r.op ~= "hold" and r.op ~= "confirm" and r.op ~= "cancel" then
+            error("unexpected op " .. tostring(r.op))
+        end
+    end },
+"""
+
+
+def test_admit_hooks_see_and_can_refuse_confirm_and_cancel(pgdb, make_daemon):
+    d = make_daemon(namespaces=GUARDED, top_extra=pgdb.config())
+    with Client(d.socket) as c:
+        token, _ = hold_token(c, "guarded", "g1", ["1"])
+        r = confirm(c, "guarded", "g1", ["1"], token, "k-blocked", reference="blocked")
+        assert code_name(r.code) == "PERMISSION_DENIED" and "may not buy" in r.message, r
+        assert pgdb.claims("guarded", "g1") == []
+        assert pgdb.value("SELECT count(*) FROM holdfast.idempotency") == "0"
+        r = confirm(c, "guarded", "g1", ["1"], token, "k-ok", reference="ok")
+        assert code_name(r.code) == "OK", r
+        r = cancel(c, "guarded", "g1", ["1"], "deny-1", "ok")
+        assert code_name(r.code) == "PERMISSION_DENIED" and "supervisor" in r.message, r
+        assert len(pgdb.claims("guarded", "g1")) == 1
+        r = cancel(c, "guarded", "g1", ["1"], "refund-1", "ok")
+        assert code_name(r.code) == "OK" and r.cancel.cancelled == 1, r

@@ -9,6 +9,8 @@
 
 #include "confirm_db.h"
 #include "log.h"
+#include "metrics.h"
+#include "policy.h"
 #include "pg_pool.h"
 #include "validate.h"
 
@@ -43,6 +45,35 @@ struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_ki
     cc->reference = "";
     if (!hf_target_parse(req, cc->t, ns, partition, ids, n_ids, segment)) return NULL;
     return cc;
+}
+
+/* The namespace's admit hook sees Confirms and Cancels too, and may refuse
+ * them (PERMISSION_DENIED); a failing hook refuses (INTERNAL). */
+static bool admitted_by_policy(struct claim_call *cc) {
+    struct hf_request *req = cc->req;
+    struct hf_hold_facts facts = {
+        .op = cc->kind->word,
+        .partition = req->partition,
+        .ids = cc->t->ids,
+        .n_ids = cc->t->n_ids,
+        .correlation_id = req->correlation_id,
+        .uid = req->peer_uid,
+        .gid = req->peer_gid,
+        .idempotency_key = cc->key,
+        .reference = cc->reference,
+    };
+    char why[256];
+    switch (hf_policy_admit(req->cfg, cc->t->ns, &facts, NULL, why, sizeof why)) {
+    case HF_ADMIT:
+        return true;
+    case HF_DENY:
+        hf_request_fail(req, HF_CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
+        return false;
+    default:
+        hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
+        return false;
+    }
 }
 
 bool hf_claim_check(struct claim_call *cc, const char *key, const char *reference) {
@@ -83,7 +114,7 @@ bool hf_claim_check(struct claim_call *cc, const char *key, const char *referenc
     }
     cc->key = key;
     cc->reference = reference ? reference : "";
-    return true;
+    return admitted_by_policy(cc);
 }
 
 bool hf_claim_start(struct claim_call *cc) {

@@ -160,6 +160,7 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
 static bool admitted_by_policy(struct hf_request *req, const struct hf_target *t,
                                uint32_t *ttl) {
     struct hf_hold_facts facts = {
+        .op = "hold",
         .partition = req->partition,
         .ids = t->ids,
         .n_ids = t->n_ids,
@@ -169,7 +170,7 @@ static bool admitted_by_policy(struct hf_request *req, const struct hf_target *t
         .gid = req->peer_gid,
     };
     char why[256];
-    switch (hf_policy_admit_hold(req->cfg, t->ns, &facts, ttl, why, sizeof why)) {
+    switch (hf_policy_admit(req->cfg, t->ns, &facts, ttl, why, sizeof why)) {
     case HF_ADMIT:
         return true;
     case HF_DENY:

@@ -33,10 +33,12 @@
     X(confirm, CONFIRM, HF_OP_RESOURCE,                                                  \
       HF_CODES_TARGET | HF_CODE_BIT(FAILED_PRECONDITION) | HF_CODE_BIT(CONFLICT) |       \
           HF_CODE_BIT(STALE) | HF_CODE_BIT(HOLD_LOST) | HF_CODE_BIT(CONFIRMED) |         \
-          HF_CODE_BIT(IDEMPOTENCY_MISMATCH) | HF_CODE_BIT(INTERNAL))                     \
+          HF_CODE_BIT(IDEMPOTENCY_MISMATCH) | HF_CODE_BIT(PERMISSION_DENIED) |           \
+          HF_CODE_BIT(INTERNAL))                                                         \
     X(cancel, CANCEL, HF_OP_RESOURCE,                                                    \
       HF_CODES_TARGET | HF_CODE_BIT(FAILED_PRECONDITION) | HF_CODE_BIT(CONFLICT) |       \
-          HF_CODE_BIT(IDEMPOTENCY_MISMATCH) | HF_CODE_BIT(INTERNAL))                     \
+          HF_CODE_BIT(IDEMPOTENCY_MISMATCH) | HF_CODE_BIT(PERMISSION_DENIED) |           \
+          HF_CODE_BIT(INTERNAL))                                                         \
     X(status, STATUS, HF_OP_RESOURCE, HF_CODES_TARGET)                                   \
     X(health, HEALTH, HF_OP_PROBE, HF_CODES_REQUEST | HF_CODE_BIT(OK))                   \
     X(metrics, METRICS, HF_OP_PROBE, HF_CODES_REQUEST | HF_CODE_BIT(OK))

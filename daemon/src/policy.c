@@ -795,7 +795,9 @@ static int64_t share_refill(uint64_t now) {
 
 static void push_facts(lua_State *L, const struct hf_namespace *ns,
                        const struct hf_hold_facts *f) {
-    lua_createtable(L, 0, 8);
+    lua_createtable(L, 0, 11);
+    lua_pushstring(L, f->op ? f->op : "hold");
+    lua_setfield(L, -2, "op");
     lua_pushstring(L, ns->name);
     lua_setfield(L, -2, "namespace");
     lua_pushstring(L, f->partition);
@@ -814,6 +816,14 @@ static void push_facts(lua_State *L, const struct hf_namespace *ns,
     lua_setfield(L, -2, "uid");
     lua_pushinteger(L, f->gid);
     lua_setfield(L, -2, "gid");
+    if (f->idempotency_key) {
+        lua_pushstring(L, f->idempotency_key);
+        lua_setfield(L, -2, "idempotency_key");
+    }
+    if (f->reference) {
+        lua_pushstring(L, f->reference);
+        lua_setfield(L, -2, "reference");
+    }
 }
 
 struct admit_call {
@@ -837,12 +847,12 @@ static int admit_protected(lua_State *L) {
         const char *reason = lua_tostring(L, -1);
         snprintf(c->why, c->whylen, "%s", reason ? reason : "refused by the namespace's admit hook");
         c->verdict = HF_DENY;
-    } else if (lua_isinteger(L, -2)) {
+    } else if (lua_isinteger(L, -2) && c->ttl_ms) {
         lua_Integer ttl = lua_tointeger(L, -2);
         if (ttl < c->ns->min_ttl_ms) ttl = c->ns->min_ttl_ms;
         if (ttl > c->ns->max_ttl_ms) ttl = c->ns->max_ttl_ms;
         *c->ttl_ms = (uint32_t)ttl;
-    } else if (!lua_isnil(L, -2) && !lua_isboolean(L, -2)) {
+    } else if (!lua_isnil(L, -2) && !lua_isboolean(L, -2) && !lua_isinteger(L, -2)) {
         snprintf(c->why, c->whylen, "admit hook returned a %s; expected boolean, nil or integer",
                  luaL_typename(L, -2));
         c->verdict = HF_HOOK_FAILED;
@@ -869,9 +879,9 @@ static enum failure failure_of(const struct hf_lua *lua, lua_State *L, int statu
     return FAIL_ERROR;
 }
 
-enum hf_verdict hf_policy_admit_hold(const struct hf_config *cfg, const struct hf_namespace *ns,
-                                     const struct hf_hold_facts *facts, uint32_t *ttl_ms,
-                                     char *why, size_t whylen) {
+enum hf_verdict hf_policy_admit(const struct hf_config *cfg, const struct hf_namespace *ns,
+                                const struct hf_hold_facts *facts, uint32_t *ttl_ms, char *why,
+                                size_t whylen) {
     if (!ns->admit_hook || !cfg->lua) return HF_ADMIT;
     struct hf_lua *lua = cfg->lua;
     lua_State *L = lua->L;

@@ -9,8 +9,8 @@
  * A hook runs on the event loop, in the same sandbox as the config (no
  * io/os), under an instruction budget, a wall-clock budget that the library
  * functions running in C honour too, and a memory cap (config_lua.h), so a
- * bad hook can neither stall nor crash the daemon: it fails, and the Hold is
- * refused. */
+ * bad hook can neither stall nor crash the daemon: it fails, and the request
+ * is refused. The hook sees Holds, Confirms and Cancels (`op` tells which). */
 #ifndef HF_POLICY_H
 #define HF_POLICY_H
 
@@ -20,14 +20,17 @@
 
 #include "config.h"
 
-/* What a hook sees of a Hold. */
+/* What a hook sees of a Hold, a Confirm or a Cancel (`op`). */
 struct hf_hold_facts {
+    const char *op;              /* "hold", "confirm", "cancel" */
     const char *partition;
     char *const *ids;
     size_t n_ids;
     uint32_t ttl_ms;
     const char *correlation_id;
     uint32_t uid, gid; /* the peer's credentials */
+    const char *idempotency_key; /* Confirm and Cancel; NULL for a Hold */
+    const char *reference;       /* Confirm and Cancel; NULL for a Hold */
 };
 
 enum hf_verdict {
@@ -47,9 +50,11 @@ enum hf_verdict {
 #define HF_HOOK_SHARE_BURST_MS 10
 #define HF_HOOK_LOG_INTERVAL_S 10         /* one log line per failure kind */
 
-/* Run the namespace's admit hook, if it has one. */
-enum hf_verdict hf_policy_admit_hold(const struct hf_config *cfg, const struct hf_namespace *ns,
-                                     const struct hf_hold_facts *facts, uint32_t *ttl_ms,
-                                     char *why, size_t whylen);
+/* Run the namespace's admit hook, if it has one. ttl_ms: a Hold's TTL,
+ * which the hook may change by returning a number; NULL for Confirm and
+ * Cancel (a number then just admits). */
+enum hf_verdict hf_policy_admit(const struct hf_config *cfg, const struct hf_namespace *ns,
+                                const struct hf_hold_facts *facts, uint32_t *ttl_ms, char *why,
+                                size_t whylen);
 
 #endif

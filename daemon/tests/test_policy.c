@@ -1,5 +1,5 @@
 /* Unit tests for policy.c and the sandbox's limits in config.c: hooks called
- * through hf_policy_admit_hold on configs from hf_config_load_string. A hook
+ * through hf_policy_admit on configs from hf_config_load_string. A hook
  * that keeps what it is given, a slow pattern, an endless loop however
  * wrapped, a panic: each fails the call, in bounded time, and never aborts.
  * The bounded pattern matcher is compared with Lua's own. */
@@ -53,10 +53,12 @@ struct result {
 static struct result admit_ids(struct hf_config *cfg, const char *partition, char *const *ids,
                                size_t n_ids) {
     struct result r = {.ttl = 30000};
-    struct hf_hold_facts facts = {partition, ids, n_ids, 30000, "cid-1", 1000, 1000};
+    struct hf_hold_facts facts = {.op = "hold", .partition = partition, .ids = ids,
+                                  .n_ids = n_ids, .ttl_ms = 30000, .correlation_id = "cid-1",
+                                  .uid = 1000, .gid = 1000};
     double t0 = now_ms();
-    r.verdict = hf_policy_admit_hold(cfg, hf_config_namespace(cfg, "seat"), &facts, &r.ttl,
-                                     r.why, sizeof r.why);
+    r.verdict = hf_policy_admit(cfg, hf_config_namespace(cfg, "seat"), &facts, &r.ttl, r.why,
+                                sizeof r.why);
     r.ms = now_ms() - t0;
     return r;
 }
