@@ -48,6 +48,7 @@ static const char *const script_names[] = {"auto", "fcall", "evalsha", "eval", N
 static const char *const release_names[] = {"auto", "script", "delex", NULL};
 static const char *const policy_names[] = {"fail_closed", "best_effort", NULL};
 static const char *const level_names[] = {"debug", "info", "warn", "error", NULL};
+static const char *const kind_names[] = {"seats", "pools", NULL};
 
 /* allow_uids/gids reload: server.c reads them from the current config on
  * every accept. */
@@ -165,6 +166,9 @@ static const struct field namespace_fields[] = {
     {"namespaces.<name>.admit", F_FUNCTION, NSF(admit_hook), 0, NULL, 0, 0, NULL, RELOAD,
      "Policy hook called for every Hold; it may refuse the hold or set its TTL (see "
      "[Policy hooks](architecture.md#policy-hooks))."},
+    {"namespaces.<name>.kind", F_ENUM, NSF(kind), HF_KIND_SEATS, NULL, 0, 0, kind_names, RELOAD,
+     "`seats`: holds name resource ids; `pools`: holds take units of pools with a capacity "
+     "kept in PostgreSQL (needs `postgres.dsn`; see [Pools](pools.md))."},
 };
 
 #define N_FIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -514,6 +518,12 @@ static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
         return fail(ctx, "redis.db", "must be 0 with redis.cluster (a cluster has one database)");
     if (strlen(cfg->socket_path) >= 108)
         return fail(ctx, "socket.path", "longer than a Unix socket path may be (107 bytes)");
+    for (size_t i = 0; i < cfg->n_namespaces; i++) {
+        if (cfg->namespaces[i].kind != HF_KIND_POOLS || cfg->pg_dsn) continue;
+        char key[300];
+        snprintf(key, sizeof key, "namespaces.%s.kind", cfg->namespaces[i].name);
+        return fail(ctx, key, "\"pools\" needs postgres.dsn: capacities live in PostgreSQL");
+    }
     return true;
 }
 
