@@ -14,7 +14,9 @@
     X(cancel, CANCEL, HF_OP_RESOURCE)                              \
     X(status, STATUS, HF_OP_RESOURCE)                              \
     X(health, HEALTH, 0)                                           \
-    X(metrics, METRICS, 0)
+    X(metrics, METRICS, 0)                                         \
+    X(set_capacity, SET_CAPACITY, HF_OP_RESOURCE)                  \
+    X(get_capacity, GET_CAPACITY, HF_OP_RESOURCE)
 
 #define HF_OP_DECLARE(name, method, flags) void hf_op_##name(struct hf_request *req);
 HF_OPS(HF_OP_DECLARE)
