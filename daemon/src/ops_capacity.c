@@ -238,6 +238,11 @@ void hf_op_set_capacity(struct hf_request *req) {
                         "pool is required (or partition_default)");
         return;
     }
+    if (!cc->is_default && !hf_valid_name(pool, strlen(pool))) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "pool", NULL,
+                        "pool names must be 1-128 bytes of [A-Za-z0-9._-]");
+        return;
+    }
     snprintf(cc->pool_name, sizeof cc->pool_name, "%s", pool);
     cc->one_pool[0] = cc->pool_name;
     if (!hf_pool_target_parse(req, cc->p, m->namespace_, m->partition, 0, NULL, 0, cc->one_pool,
