@@ -656,3 +656,27 @@ def test_holdfastctl_sets_capacity_and_sells_units(pgdb, pdaemon):
     rc, out, r = ctl("release", "ga", "ctl", "adult=2", "--token-stdin", input=out["token"])
     assert rc == 0 and out["released"] == "2", r.stdout
     assert sold(pgdb, "ga", "ctl", "adult") == 2
+
+
+def test_pool_names_with_nul_or_invalid_utf8_are_refused_on_the_wire(pgdb, pclient, redis):
+    capacity_ok(pclient, "ga", "hostile", "adult", 5)
+    token = held(pclient, "ga", "hostile", [("adult", 1)])
+    before = sorted(redis.cmd("KEYS", "hf:*"))
+    requests = [
+        ("pool", pb().Request(id=7, hold=pb().HoldRequest(
+            namespace="ga", partition="hostile", units=takes([("adult", 1), ("a~b", 1)])))),
+        ("pools[1]", pb().Request(id=7, release=pb().ReleaseRequest(
+            namespace="ga", partition="hostile", pools=["adult", "a~b"], token=token))),
+        ("pool", pb().Request(id=7, set_capacity=pb().SetCapacityRequest(
+            namespace="ga", partition="hostile", pool="a~b", capacity=1))),
+        ("pools[0]", pb().Request(id=7, get_capacity=pb().GetCapacityRequest(
+            namespace="ga", partition="hostile", pools=["a~b"]))),
+    ]
+    for field, req in requests:
+        for bad in (b"\x00", b"\xff"):
+            body = req.SerializeToString().replace(b"~", bad)
+            pclient.send_raw(len(body).to_bytes(4, "big") + body)
+            r = pclient.recv()
+            assert code_name(r.code) == "INVALID_ARGUMENT" and r.error.field == field, r
+    assert sorted(redis.cmd("KEYS", "hf:*")) == before
+    assert status(pclient, "ga", "hostile", ["adult"], token)["adult"].owned == 1
