@@ -29,7 +29,7 @@ up() {
     --logfile "$dir/redis.log"
   for _ in $(seq 100); do [ -S "$dir/redis.sock" ] && break; sleep 0.05; done
 
-  local pg_section=""
+  local pg_section="" pool_namespace=""
   if pg_wanted; then
     if [ ! -d "$dir/pg/data" ]; then
       mkdir -p "$dir/pg"
@@ -43,6 +43,8 @@ up() {
       as_pg "$PGBIN/createdb" -h "$dir/pg" -U postgres holdfast
     "$HOLDFASTD" --migrate --dsn "host=$dir/pg dbname=holdfast user=postgres"
     pg_section="postgres = { dsn = \"host=$dir/pg dbname=holdfast user=postgres\", pool_size = 4 },"
+    # Pools keep their capacity in PostgreSQL (docs/pools.md).
+    pool_namespace='ga = { kind = "pools", default_ttl_ms = 60000, min_ttl_ms = 10, confirmable = true },'
   fi
 
   cat > "$dir/holdfast.lua" <<LUA
@@ -57,6 +59,7 @@ return {
     seat = { default_ttl_ms = 60000, min_ttl_ms = 10, max_ttl_ms = 600000,
              confirmable = true, confirm_window_ms = 30000 },
     ["product-modify"] = { default_ttl_ms = 5000, on_redis_down = "best_effort" },
+    $pool_namespace
   },
 }
 LUA
