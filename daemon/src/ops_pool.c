@@ -153,6 +153,9 @@ static void on_hold_loaded(void *arg, bool ok, const char *why) {
         hold_finish(hc); /* the deadline passed while loading: hold nothing */
         return;
     }
+    /* Any connection will do (the first call's may be gone by now); the
+     * one that grants is where a WAIT must follow. */
+    hc->conn = NULL;
     send_hold(hc);
 }
 
