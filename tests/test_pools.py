@@ -398,10 +398,15 @@ def test_multi_pool_holds_are_all_or_nothing(pgdb, pdaemon, pclient, redis):
 def test_expired_holds_give_their_units_back_to_the_next_caller(pgdb, pclient, redis):
     capacity_ok(pclient, "ga", "exp", "adult", 3)
     capacity_ok(pclient, "ga", "exp", "child", 1)
-    first = held(pclient, "ga", "exp", [("adult", 3), ("child", 1)], ttl_ms=50)
+    first = held(pclient, "ga", "exp", [("adult", 3), ("child", 1)], ttl_ms=60000)
     r = hold(pclient, "ga", "exp", [("adult", 1)])
     assert code_name(r.code) == "HELD_BY_ANOTHER"
-    # Nothing sweeps: the next call finds the units free by itself.
+    # The hold now expires in 10 ms; nothing sweeps: the next call finds its
+    # units free by itself.
+    r = pclient.call(extend=pb().ExtendRequest(namespace="ga", partition="exp",
+                                               pools=["adult", "child"], token=first,
+                                               ttl_ms=10))
+    assert code_name(r.code) == "OK"
     time.sleep(0.3)
     assert redis.cmd("HGET", "hf:{ga:exp}:#pool:adult", first) == "3"
     second = held(pclient, "ga", "exp", [("adult", 3), ("child", 1)])
@@ -471,11 +476,15 @@ def test_redis_forgetting_mid_run_never_oversells(pgdb, pdaemon, pclient, redis)
                 if code_name(r.code) != "OK":
                     time.sleep(0.01)
                     continue
-                r = confirm(c, "ga", "flush", [("ga", 1)], r.hold.token, "f-%d-%d" % (i, n),
+                token = r.hold.token
+                r = confirm(c, "ga", "flush", [("ga", 1)], token, "f-%d-%d" % (i, n),
                             "b-%d" % i, timeout_ms=10000)
                 if code_name(r.code) == "OK":
                     with lock:
                         oks.append(i)
+                else:  # what a client does: give the hold back
+                    c.call(release=pb().ReleaseRequest(namespace="ga", partition="flush",
+                                                       pools=["ga"], token=token))
 
     def amnesia():
         while not stop.is_set():
