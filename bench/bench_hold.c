@@ -314,7 +314,8 @@ int main(int argc, char **argv) {
         return failed || seat_failed ? 1 : 0;
     }
     if (!c.socket_path || !c.redis_path) {
-        fprintf(stderr, "usage: bench_hold --socket S --redis R [--connections N] [--depth D] [--holds H]\n");
+        fprintf(stderr, "usage: bench_hold --socket S (--redis R | --confirm | --pools)"
+                        " [--connections N] [--depth D] [--holds H]\n");
         return 2;
     }
     double direct = run(&c, redis_worker, &done, &failed);

@@ -44,7 +44,8 @@ up() {
     "$HOLDFASTD" --migrate --dsn "host=$dir/pg dbname=holdfast user=postgres"
     pg_section="postgres = { dsn = \"host=$dir/pg dbname=holdfast user=postgres\", pool_size = 4 },"
     # Pools keep their capacity in PostgreSQL (docs/pools.md).
-    pool_namespace='ga = { kind = "pools", default_ttl_ms = 60000, min_ttl_ms = 10, confirmable = true },'
+    pool_namespace='ga = { kind = "pools", default_ttl_ms = 60000, min_ttl_ms = 10,
+             confirmable = true },'
   fi
 
   cat > "$dir/holdfast.lua" <<LUA

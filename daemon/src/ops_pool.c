@@ -169,7 +169,8 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
         return;
     }
     if (!hf_reply_code(r, &code)) {
-        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the pool hold script");
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL,
+                        "redis refused the pool hold script");
         hold_finish(hc);
         return;
     }

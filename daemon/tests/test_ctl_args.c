@@ -363,7 +363,8 @@ static void usage_texts(void **state) {
     char *all = usage_of(HF_CTL_NONE);
     static const char *in_all[] = {
         "\n  hold ", "\n  extend ", "\n  release ", "\n  status ", "\n  confirm ",
-        "\n  cancel ", "\n  set-capacity ", "\n  get-capacity ", "\n  health ", "\n  library ", "\n  metrics ", "\n  check-config FILE",
+        "\n  cancel ", "\n  set-capacity ", "\n  get-capacity ", "\n  health ",
+        "\n  library ", "\n  metrics ", "\n  check-config FILE",
         "\n  help [COMMAND]", "a bare number is milliseconds", "\n  0 ", "\n  1 ", "\n  2 ",
         "\n  3 ", "\n  64 ", "--version", "--token-stdin",
     };
