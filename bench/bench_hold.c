@@ -8,6 +8,11 @@
  *     Hold then Confirm through holdfastd (three Redis calls and one
  *     PostgreSQL transaction each); run.sh sets it against pgbench calling
  *     the same SQL function directly.
+ *   bench_hold --socket S --pools [--connections 4] [--depth 32] [--holds 200000]
+ *     A pool hold (1 unit of one pool of namespace "ga", kind "pools")
+ *     against a plain seat hold, both through holdfastd: what taking units
+ *     costs next to taking an id. The pool's capacity is set first
+ *     (SetCapacity); every hold is granted.
  *
  * Every hold is on its own id (all granted) with a 60 s TTL; the partition is
  * random per run so runs never collide. */
@@ -30,12 +35,14 @@ struct cfg {
     int connections, depth;
     long holds;
     int confirm;
+    int pools;
     char partition[64];
 };
 
 struct worker {
     const struct cfg *cfg;
     int index;
+    int pools; /* holdfast_worker: hold units of a pool instead of an id */
     long done, failed;
     pthread_t thread;
 };
@@ -83,11 +90,23 @@ static void *holdfast_worker(void *arg) {
             snprintf(id, sizeof id, "w%d-%ld", w->index, sent);
             hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
             Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
+            Holdfast__V1__PoolTake take = HOLDFAST__V1__POOL_TAKE__INIT;
+            Holdfast__V1__PoolTake *units[1] = {&take};
             hold.namespace_ = "seat";
             hold.partition = (char *)c->partition;
             hold.ids = ids;
             hold.n_ids = 1;
             hold.ttl_ms = 60000;
+            if (w->pools) {
+                /* One unit of the one pool: every hold meets the others there. */
+                take.pool = "ga";
+                take.count = 1;
+                hold.namespace_ = "ga";
+                hold.ids = NULL;
+                hold.n_ids = 0;
+                hold.units = units;
+                hold.n_units = 1;
+            }
             req.id = (uint64_t)sent + 1;
             req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD;
             req.hold = &hold;
@@ -201,12 +220,43 @@ static void *redis_worker(void *arg) {
     return NULL;
 }
 
+/* SetCapacity of the pool the pool holds take from: room for all of them. */
+static int set_capacity(const struct cfg *c) {
+    int fd = connect_daemon(c->socket_path);
+    uint8_t *buf = malloc(65536);
+    hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+    Holdfast__V1__SetCapacityRequest set = HOLDFAST__V1__SET_CAPACITY_REQUEST__INIT;
+    set.namespace_ = "ga", set.partition = (char *)c->partition, set.pool = "ga";
+    set.capacity = (uint64_t)c->holds + 1;
+    req.id = 1, req.method_case = HOLDFAST__V1__REQUEST__METHOD_SET_CAPACITY;
+    req.set_capacity = &set;
+    hf_response_msg *r = roundtrip(fd, &req, buf);
+    int ok = r && r->code == HOLDFAST__V1__CODE__CODE_OK;
+    if (!ok)
+        fprintf(stderr, "bench_hold: SetCapacity failed: %s (is namespace \"ga\" of kind "
+                        "pools configured, with PostgreSQL?)\n",
+                r && r->message ? r->message : "no answer");
+    hf_response_msg_free(r);
+    free(buf);
+    close(fd);
+    return ok ? 0 : -1;
+}
+
+static double run_workers(const struct cfg *c, void *(*fn)(void *), int pools, long *done,
+                          long *failed);
+
 static double run(const struct cfg *c, void *(*fn)(void *), long *done, long *failed) {
+    return run_workers(c, fn, 0, done, failed);
+}
+
+static double run_workers(const struct cfg *c, void *(*fn)(void *), int pools, long *done,
+                          long *failed) {
     struct worker *ws = calloc((size_t)c->connections, sizeof *ws);
     double t0 = now_s();
     for (int i = 0; i < c->connections; i++) {
         ws[i].cfg = c;
         ws[i].index = i;
+        ws[i].pools = pools;
         pthread_create(&ws[i].thread, NULL, fn, &ws[i]);
     }
     *done = *failed = 0;
@@ -226,7 +276,7 @@ int main(int argc, char **argv) {
         {"socket", required_argument, NULL, 's'}, {"redis", required_argument, NULL, 'r'},
         {"connections", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'd'},
         {"holds", required_argument, NULL, 'n'}, {"confirm", no_argument, NULL, 'C'},
-        {NULL, 0, NULL, 0}};
+        {"pools", no_argument, NULL, 'P'}, {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (o) {
@@ -236,6 +286,7 @@ int main(int argc, char **argv) {
         case 'd': c.depth = atoi(optarg); break;
         case 'n': c.holds = atol(optarg); break;
         case 'C': c.confirm = 1; break;
+        case 'P': c.pools = 1; break;
         default: return 2;
         }
     }
@@ -247,8 +298,24 @@ int main(int argc, char **argv) {
                done, t, (double)done / t, failed);
         return failed ? 1 : 0;
     }
+    if (c.socket_path && c.pools) {
+        if (set_capacity(&c) != 0) return 1;
+        double seat = run_workers(&c, holdfast_worker, 0, &done, &failed);
+        double seat_rate = (double)done / seat;
+        long seat_failed = failed;
+        printf("seat holds through holdfastd: %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",
+               done, seat, seat_rate, failed);
+        double pool = run_workers(&c, holdfast_worker, 1, &done, &failed);
+        double pool_rate = (double)done / pool;
+        printf("pool holds through holdfastd: %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",
+               done, pool, pool_rate, failed);
+        printf("ratio pool hold/seat hold = %.2f (connections=%d depth=%d, one pool)\n",
+               pool_rate / seat_rate, c.connections, c.depth);
+        return failed || seat_failed ? 1 : 0;
+    }
     if (!c.socket_path || !c.redis_path) {
-        fprintf(stderr, "usage: bench_hold --socket S --redis R [--connections N] [--depth D] [--holds H]\n");
+        fprintf(stderr, "usage: bench_hold --socket S (--redis R | --confirm | --pools)"
+                        " [--connections N] [--depth D] [--holds H]\n");
         return 2;
     }
     double direct = run(&c, redis_worker, &done, &failed);

@@ -5,7 +5,8 @@
 #      holdfast.confirm() SQL function directly, same concurrency.
 #   2. Hold through holdfastd vs the same Redis function called directly
 #      (hiredis, same connections and pipeline depth).
-#   3. redis-benchmark SET with the same shape, for scale.
+#   3. A pool hold (1 unit of one pool) vs a seat hold, both through holdfastd.
+#   4. redis-benchmark SET with the same shape, for scale.
 # Usage: bench/run.sh [holds] (default 200000; confirms are a tenth of it).
 # Numbers depend on the machine; only the ratios travel.
 set -euo pipefail
@@ -35,5 +36,7 @@ awk -v via="$(echo "$via" | sed -n 's/.*= \([0-9]*\) confirms\/s.*/\1/p')" -v di
 
 echo "== holds through holdfastd vs direct hiredis FCALL"
 build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" --holds "$holds"
+echo "== pool holds (units of one pool) vs seat holds, both through holdfastd"
+build/bench/bench_hold --socket "$dir/holdfast.sock" --pools --holds "$holds"
 echo "== redis-benchmark SET, same connections and pipeline depth"
 redis-benchmark -s "$dir/redis.sock" -t set -n "$holds" -c 4 -P 32 --csv | tail -1

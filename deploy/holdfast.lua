@@ -89,5 +89,9 @@ return {
       confirmable = false,
       on_redis_down = "best_effort",
     },
+    -- Quantity holds (docs/pools.md): units of pools (standing tickets, a
+    -- coupon batch, stock of one SKU) whose capacity PostgreSQL keeps; set
+    -- it with `holdfastctl set-capacity`.
+    -- ga = { kind = "pools", default_ttl_ms = 300000, confirmable = true },
   },
 }

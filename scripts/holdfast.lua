@@ -157,6 +157,247 @@ local function cancel_clear(keys, args)
   return done
 end
 
+-- ---- Pools (namespaces of kind "pools") ----
+--
+-- A pool sells units: capacity and sold are mirrored from PostgreSQL (the
+-- system of record), live holds are kept here. Per pool, two keys inside the
+-- partition's hash tag:
+--   hf:{<ns>:<partition>}:#pool:<pool>  HASH  sold, held (units in live
+--        holds), own (1: the pool has its own capacity, in cap; 0: it follows
+--        the partition's default), ver (PostgreSQL's version of the row), and
+--        one field per live hold: <token> -> units
+--   hf:{<ns>:<partition>}:#pexp:<pool>  ZSET  <token> scored by its expiry
+--        (ms, Redis' clock)
+-- and per partition hf:{<ns>:<partition>}:#pooldefault  HASH  cap, ver.
+-- Every function first drops the holds whose expiry has passed and gives
+-- their units back (pool_trim), so no sweeper is needed and none can lag;
+-- the cost is O(expired holds), each trimmed once.
+-- Codes beyond the shared ones: 5 = the mirror lacks this pool's capacity
+-- (load it from PostgreSQL, then call again), 6 = the token holds another
+-- number of units in this pool than the call says.
+local POOL_MISS, POOL_COUNT_MISMATCH = 5, 6
+-- Pool keys live this long past their last hold's expiry (the mirror is
+-- loaded again from PostgreSQL when it has gone).
+local POOL_KEEP_MS = 86400000
+
+local function pool_now()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), t
+end
+
+local function pool_trim(hash, exp, now)
+  local gone = redis.call('ZRANGEBYSCORE', exp, '-inf', now)
+  if #gone == 0 then return end
+  local units = 0
+  for i = 1, #gone do
+    units = units + (tonumber(redis.call('HGET', hash, gone[i])) or 0)
+    redis.call('HDEL', hash, gone[i])
+  end
+  redis.call('ZREMRANGEBYSCORE', exp, '-inf', now)
+  local held = tonumber(redis.call('HGET', hash, 'held')) or 0
+  redis.call('HSET', hash, 'held', math.max(held - units, 0))
+end
+
+-- Capacity, sold and held units of a pool; nil when the mirror lacks them.
+local function pool_numbers(hash, default)
+  local f = redis.call('HMGET', hash, 'sold', 'own', 'cap', 'held')
+  if not f[1] then return nil end
+  local cap
+  if f[2] == '1' then
+    cap = tonumber(f[3])
+  else
+    cap = tonumber(redis.call('HGET', default, 'cap'))
+  end
+  if not cap then return nil end
+  return cap, tonumber(f[1]), math.max(tonumber(f[4]) or 0, 0)
+end
+
+-- Keep a pool's keys until a day after its last hold expires.
+local function pool_keep(hash, exp, now)
+  local last = redis.call('ZRANGE', exp, -1, -1, 'WITHSCORES')
+  local until_ms = now
+  if #last == 2 then until_ms = math.max(now, tonumber(last[2])) end
+  redis.call('PEXPIREAT', hash, string.format('%.0f', until_ms + POOL_KEEP_MS))
+  if #last == 2 then
+    redis.call('PEXPIREAT', exp, string.format('%.0f', until_ms + POOL_KEEP_MS))
+  end
+end
+
+-- Mirror PostgreSQL's state of a pool (own, cap, sold, ver as strings; ver
+-- '-1': nothing to mirror) unless the mirror already has that version or a
+-- newer one. A pool whose hash had gone also loses its holds (they cannot
+-- be counted any more; their tokens no longer hold anything).
+local function pool_apply(hash, exp, own, cap, sold, ver, now)
+  local v = tonumber(ver)
+  if v < 0 then return end
+  local f = redis.call('HMGET', hash, 'sold', 'ver')
+  if f[1] and tonumber(f[2]) and tonumber(f[2]) >= v then return end
+  if not f[1] then
+    redis.call('DEL', hash, exp)
+    redis.call('HSET', hash, 'held', 0)
+  end
+  redis.call('HSET', hash, 'sold', sold, 'own', own, 'ver', ver)
+  if own == '1' then redis.call('HSET', hash, 'cap', cap) else redis.call('HDEL', hash, 'cap') end
+  pool_keep(hash, exp, now)
+end
+
+local function pool_apply_default(default, cap, ver, now)
+  local v = tonumber(ver)
+  if v < 0 then return end
+  local have = tonumber(redis.call('HGET', default, 'ver'))
+  if not have or have < v then redis.call('HSET', default, 'cap', cap, 'ver', ver) end
+  redis.call('PEXPIREAT', default, string.format('%.0f', now + POOL_KEEP_MS))
+end
+
+-- Hold units of 1..N pools, all or nothing.
+-- KEYS[1] = fence counter, KEYS[2] = the partition's default, then per pool
+-- its hash and its holds. ARGV[1] = random part of the token, ARGV[2] = TTL
+-- in ms, ARGV[3..] = units per pool.
+-- -> {GRANTED, fence} | {POOL_MISS, index}
+--    | {CONFIRMED, index, units left unsold} | {HELD_BY_ANOTHER, index, units free}
+local function pool_hold(keys, args)
+  local now, time = pool_now()
+  local n = (#keys - 2) / 2
+  for i = 1, n do
+    local hash, exp = keys[2 * i + 1], keys[2 * i + 2]
+    pool_trim(hash, exp, now)
+    local cap, sold, held = pool_numbers(hash, keys[2])
+    if not cap then return {POOL_MISS, i} end
+    local want = tonumber(args[i + 2])
+    if cap - sold < want then return {CONFIRMED, i, math.max(cap - sold, 0)} end
+    if cap - sold - held < want then return {HELD_BY_ANOTHER, i, math.max(cap - sold - held, 0)} end
+  end
+  -- The fence as hold() makes it: never backwards, at least the clock in µs.
+  local clock = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  local previous = tonumber(redis.call('GET', keys[1])) or 0
+  local fence = string.format('%.0f', math.max(previous + 1, clock))
+  redis.call('SET', keys[1], fence)
+  local token = fence .. '.' .. args[1]
+  local expires = now + tonumber(args[2])
+  for i = 1, n do
+    local hash, exp = keys[2 * i + 1], keys[2 * i + 2]
+    redis.call('HSET', hash, token, args[i + 2])
+    redis.call('HINCRBY', hash, 'held', args[i + 2])
+    redis.call('ZADD', exp, expires, token)
+    pool_keep(hash, exp, now)
+  end
+  return {GRANTED, fence}
+end
+
+-- Extend a pool hold, owner-checked; all or nothing.
+-- KEYS = per pool its hash and its holds. ARGV[1] = token, ARGV[2] = TTL in ms.
+-- -> {GRANTED} | {NOT_HELD, index}
+local function pool_extend(keys, args)
+  local now = pool_now()
+  for i = 1, #keys / 2 do
+    pool_trim(keys[2 * i - 1], keys[2 * i], now)
+    if not redis.call('HGET', keys[2 * i - 1], args[1]) then return {NOT_HELD, i} end
+  end
+  for i = 1, #keys / 2 do
+    redis.call('ZADD', keys[2 * i], 'XX', now + tonumber(args[2]), args[1])
+    pool_keep(keys[2 * i - 1], keys[2 * i], now)
+  end
+  return {GRANTED}
+end
+
+-- Give back this token's units of every pool it holds; the rest untouched.
+-- KEYS = per pool its hash and its holds. ARGV[1] = token.
+-- -> {GRANTED, units released} | {NOT_HELD, units released, index}
+local function pool_release(keys, args)
+  local now = pool_now()
+  local released, first = 0, 0
+  for i = 1, #keys / 2 do
+    local hash, exp = keys[2 * i - 1], keys[2 * i]
+    pool_trim(hash, exp, now)
+    local units = tonumber(redis.call('HGET', hash, args[1]))
+    if units then
+      redis.call('HDEL', hash, args[1])
+      redis.call('HINCRBY', hash, 'held', -units)
+      redis.call('ZREM', exp, args[1])
+      released = released + units
+    elseif first == 0 then
+      first = i
+    end
+  end
+  if first == 0 then return {GRANTED, released} end
+  return {NOT_HELD, released, first}
+end
+
+-- Diagnostic view. KEYS[1] = the partition's default, then per pool its
+-- hash and its holds. ARGV[1] = token or ''.
+-- -> {GRANTED, then per pool: capacity, sold, held, units of the token,
+--     ms left of the token's hold} | {POOL_MISS, index}
+local function pool_status(keys, args)
+  local now = pool_now()
+  local out = {GRANTED}
+  for i = 1, (#keys - 1) / 2 do
+    local hash, exp = keys[2 * i], keys[2 * i + 1]
+    pool_trim(hash, exp, now)
+    local cap, sold, held = pool_numbers(hash, keys[1])
+    if not cap then return {POOL_MISS, i} end
+    local owned, ttl = 0, 0
+    if args[1] ~= '' then
+      owned = tonumber(redis.call('HGET', hash, args[1])) or 0
+      local expires = tonumber(redis.call('ZSCORE', exp, args[1]))
+      if owned > 0 and expires then ttl = math.max(expires - now, 0) end
+    end
+    out[#out + 1] = cap
+    out[#out + 1] = sold
+    out[#out + 1] = held
+    out[#out + 1] = owned
+    out[#out + 1] = ttl
+  end
+  return out
+end
+
+-- Confirm step 1 for units: the token holds exactly these units in every
+-- pool -> its expiry becomes now + the confirm window, the fence is
+-- returned; otherwise nothing changes.
+-- KEYS = per pool its hash and its holds. ARGV[1] = token, ARGV[2] = window
+-- in ms, ARGV[3..] = units per pool.
+-- -> {GRANTED, fence} | {NOT_HELD, index} | {POOL_COUNT_MISMATCH, index, units held}
+local function pool_confirm_check(keys, args)
+  local now = pool_now()
+  for i = 1, #keys / 2 do
+    pool_trim(keys[2 * i - 1], keys[2 * i], now)
+    local units = tonumber(redis.call('HGET', keys[2 * i - 1], args[1]))
+    if not units then return {NOT_HELD, i} end
+    if units ~= tonumber(args[i + 2]) then return {POOL_COUNT_MISMATCH, i, units} end
+  end
+  for i = 1, #keys / 2 do
+    redis.call('ZADD', keys[2 * i], 'XX', now + tonumber(args[2]), args[1])
+    pool_keep(keys[2 * i - 1], keys[2 * i], now)
+  end
+  return {GRANTED, string.match(args[1], '^(%d+)%.')}
+end
+
+-- After a committed Confirm (or its replay): the token's units leave the
+-- holds, and the pools' state from PostgreSQL goes into the mirror.
+-- KEYS[1] = the partition's default, then per pool its hash and its holds.
+-- ARGV[1] = token ('' for none), ARGV[2], ARGV[3] = the default's capacity
+-- and version, then per pool own, capacity, sold, version (version '-1':
+-- leave that part of the mirror alone).
+-- -> number of pools whose units this token still held.
+local function pool_mark_sold(keys, args)
+  local now = pool_now()
+  local done = 0
+  for i = 1, (#keys - 1) / 2 do
+    local hash, exp = keys[2 * i], keys[2 * i + 1]
+    pool_trim(hash, exp, now)
+    local units = args[1] ~= '' and tonumber(redis.call('HGET', hash, args[1]))
+    if units then
+      redis.call('HDEL', hash, args[1])
+      redis.call('HINCRBY', hash, 'held', -units)
+      redis.call('ZREM', exp, args[1])
+      done = done + 1
+    end
+    local a = 4 * i
+    pool_apply(hash, exp, args[a], args[a + 1], args[a + 2], args[a + 3], now)
+  end
+  pool_apply_default(keys[1], args[2], args[3], now)
+  return done
+end
+
 redis.register_function{function_name = 'hf1_hold', callback = hold}
 redis.register_function{function_name = 'hf1_extend', callback = extend}
 redis.register_function{function_name = 'hf1_release', callback = release}
@@ -165,3 +406,9 @@ redis.register_function{function_name = 'hf1_status', callback = status,
 redis.register_function{function_name = 'hf1_confirm_check', callback = confirm_check}
 redis.register_function{function_name = 'hf1_mark_confirmed', callback = mark_confirmed}
 redis.register_function{function_name = 'hf1_cancel_clear', callback = cancel_clear}
+redis.register_function{function_name = 'hf1_pool_hold', callback = pool_hold}
+redis.register_function{function_name = 'hf1_pool_extend', callback = pool_extend}
+redis.register_function{function_name = 'hf1_pool_release', callback = pool_release}
+redis.register_function{function_name = 'hf1_pool_status', callback = pool_status}
+redis.register_function{function_name = 'hf1_pool_confirm_check', callback = pool_confirm_check}
+redis.register_function{function_name = 'hf1_pool_mark_sold', callback = pool_mark_sold}

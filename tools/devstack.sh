@@ -82,7 +82,7 @@ up() {
     --logfile "$dir/redis.log"
   for _ in $(seq 100); do [ -S "$dir/redis.sock" ] && break; sleep 0.05; done
 
-  local pg_section="" pg
+  local pg_section="" pg pool_namespace=""
   if pg_wanted; then
     pg_prepare
     if [ ! -d "$pg/data" ]; then
@@ -95,6 +95,9 @@ up() {
       as_pg "$PGBIN/createdb" -h "$pg" -U postgres holdfast
     "$HOLDFASTD" --migrate --dsn "host=$pg dbname=holdfast user=postgres"
     pg_section="postgres = { dsn = \"host=$pg dbname=holdfast user=postgres\", pool_size = 4 },"
+    # Pools keep their capacity in PostgreSQL (docs/pools.md).
+    pool_namespace='ga = { kind = "pools", default_ttl_ms = 60000, min_ttl_ms = 10,
+             confirmable = true },'
   fi
 
   cat > "$dir/holdfast.lua" <<LUA
@@ -112,6 +115,7 @@ return {
     -- Journey segments (docs/segments.md): a seat sold per leg.
     train = { default_ttl_ms = 60000, min_ttl_ms = 10, max_ttl_ms = 600000,
               confirmable = true, confirm_window_ms = 30000, max_legs = 8 },
+    $pool_namespace
   },
 }
 LUA

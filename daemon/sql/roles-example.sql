@@ -3,8 +3,10 @@
 --   holdfast_owner  runs `holdfastd --migrate`; owns the schema `holdfast`,
 --                   its tables and its functions. Never used by the daemon.
 --   holdfast_api    NOLOGIN group: USAGE on the schema and EXECUTE on the API
---                   functions (confirm, cancel, lookup, resolve,
---                   prune_idempotency, schema_version), nothing else. No
+--                   functions (confirm, confirm_gone, cancel, lookup, resolve,
+--                   prune_idempotency, schema_version; for pools pool_confirm,
+--                   pool_confirm_gone, pool_cancel, set_capacity,
+--                   pool_state), nothing else. No
 --                   privilege on any table: every read and write goes through
 --                   the SECURITY DEFINER functions, so the daemon's login can
 --                   claim and cancel only the way those functions allow.
@@ -53,7 +55,12 @@ BEGIN
         'holdfast.lookup(text, text, text, text, text[], text, bytea)',
         'holdfast.resolve(text, text, text, text, text[], text, bytea, integer, bigint, integer)',
         'holdfast.prune_idempotency(integer, integer)',
-        'holdfast.schema_version()']
+        'holdfast.schema_version()',
+        'holdfast.pool_confirm(text, text, text[], bigint, text, text, bytea, integer)',
+        'holdfast.pool_confirm_gone(text, text, text[], text, text, bytea, text, integer)',
+        'holdfast.pool_cancel(text, text, text[], text, text, integer)',
+        'holdfast.set_capacity(text, text, text, bigint, integer)',
+        'holdfast.pool_state(text, text, text[])']
     LOOP
         IF to_regprocedure(f) IS NOT NULL THEN
             EXECUTE format('GRANT EXECUTE ON FUNCTION %s TO holdfast_api', f);

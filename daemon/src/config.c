@@ -53,6 +53,7 @@ static const char *const script_names[] = {"auto", "fcall", "evalsha", "eval", N
 static const char *const release_names[] = {"auto", "script", "delex", NULL};
 static const char *const policy_names[] = {"fail_closed", "best_effort", NULL};
 static const char *const level_names[] = {"debug", "info", "warn", "error", NULL};
+static const char *const kind_names[] = {"seats", "pools", NULL};
 
 /* allow_uids/gids reload: server.c reads them from the current config on
  * every accept. */
@@ -206,6 +207,9 @@ static const struct field namespace_fields[] = {
      "Policy hook called for every Hold; it may refuse the hold or set its TTL. Each call "
      "gets 200,000 instructions and 10 ms, the hooks 4 MiB; one that fails refuses the Hold "
      "(see [Policy hooks](architecture.md#policy-hooks))."},
+    {"namespaces.<name>.kind", F_ENUM, NSF(kind), HF_KIND_SEATS, NULL, 0, 0, kind_names, RELOAD,
+     "`seats`: holds name resource ids; `pools`: holds take units of pools with a capacity "
+     "kept in PostgreSQL (needs `postgres.dsn`; see [Pools](pools.md))."},
 };
 
 #define N_FIELDS(a) (sizeof(a) / sizeof((a)[0]))
@@ -589,6 +593,12 @@ static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
                     "\"127.0.0.1:9464\"");
     if (!cfg->metrics_http && strcmp(cfg->metrics_http_address, HTTP_ADDRESS_DEFAULT) != 0)
         return fail(ctx, "metrics.http_address", "is only used with metrics.http = true");
+    for (size_t i = 0; i < cfg->n_namespaces; i++) {
+        if (cfg->namespaces[i].kind != HF_KIND_POOLS || cfg->pg_dsn) continue;
+        char key[300];
+        snprintf(key, sizeof key, "namespaces.%s.kind", cfg->namespaces[i].name);
+        return fail(ctx, key, "\"pools\" needs postgres.dsn: capacities live in PostgreSQL");
+    }
     return true;
 }
 

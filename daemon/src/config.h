@@ -12,6 +12,8 @@
 enum hf_redis_down_policy { HF_FAIL_CLOSED, HF_BEST_EFFORT };
 enum hf_script_pref { HF_SCRIPT_AUTO, HF_SCRIPT_FCALL, HF_SCRIPT_EVALSHA, HF_SCRIPT_EVAL };
 enum hf_release_pref { HF_RELEASE_AUTO, HF_RELEASE_SCRIPT, HF_RELEASE_DELEX };
+/* What a namespace holds: resource ids (seats) or units of pools. */
+enum hf_ns_kind { HF_KIND_SEATS, HF_KIND_POOLS };
 
 struct hf_namespace {
     char *name;
@@ -26,6 +28,7 @@ struct hf_namespace {
     uint32_t replicas_ack_timeout_ms;
     uint32_t max_legs;                 /* journey segments: 0 = none */
     int admit_hook;                    /* Lua registry ref of `admit`, 0: none */
+    enum hf_ns_kind kind;              /* seats (ids) or pools (units) */
 };
 
 struct hf_lua; /* the sandbox kept alive for policy hooks (config_lua.h) */

@@ -31,6 +31,8 @@ static void free_claim_call(void *ctx) {
     hf_keyset_free(cc->clear_keys);
     free(cc->ids_array);
     hf_target_clear(&cc->target);
+    if (cc->pools) hf_pool_target_clear(cc->pools);
+    free(cc->pools);
 }
 
 struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_kind *kind,
@@ -74,6 +76,27 @@ static bool admitted_by_policy(struct claim_call *cc) {
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
         return false;
     }
+}
+
+struct claim_call *hf_claim_create_pools(struct hf_request *req, const struct claim_kind *kind,
+                                         const char *ns, const char *partition, size_t n_ids,
+                                         Holdfast__V1__PoolTake *const *units, size_t n_units) {
+    struct claim_call *cc = hf_request_context(req, sizeof *cc, free_claim_call);
+    if (!cc) return NULL;
+    cc->req = req;
+    cc->kind = kind;
+    cc->payload = "";
+    cc->reference = "";
+    cc->pools = calloc(1, sizeof *cc->pools);
+    if (!cc->pools) {
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+        return NULL;
+    }
+    cc->t = &cc->pools->t;
+    if (!hf_pool_target_parse(req, cc->pools, ns, partition, n_ids, units, n_units, NULL, 0,
+                              true, false))
+        return NULL;
+    return cc;
 }
 
 bool hf_claim_check(struct claim_call *cc, const char *key, const char *reference) {
@@ -156,8 +179,20 @@ void hf_claim_settle(struct claim_call *cc) {
         return;
     case HF_OUT_CONFLICT:
         req->db_outcome = o->replayed ? "replay" : "rollback";
-        hf_request_fail(req, HF_CODE(CONFLICT), NULL, id, "'%s' is already claimed%s",
-                        id ? id : "?", again);
+        if (cc->kind->units)
+            hf_request_fail(req, HF_CODE(CONFLICT), NULL, id,
+                            "this hold (fence %" PRId64 ") is already confirmed, or the "
+                            "idempotency key already has a sale; nothing was sold%s",
+                            o->n ? o->rows[0].fence : 0, again);
+        else
+            hf_request_fail(req, HF_CODE(CONFLICT), NULL, id, "'%s' is already claimed%s",
+                            id ? id : "?", again);
+        break;
+    case HF_OUT_SOLD_OUT:
+        req->db_outcome = o->replayed ? "replay" : "rollback";
+        hf_request_fail(req, HF_CODE(CONFLICT), NULL, id,
+                        "pool '%s' has only %" PRId64 " units left unsold; nothing was sold%s",
+                        id ? id : "?", o->n ? o->rows[0].fence : 0, again);
         break;
     case HF_OUT_STALE:
         req->db_outcome = o->replayed ? "replay" : "rollback";
@@ -181,8 +216,14 @@ void hf_claim_settle(struct claim_call *cc) {
         break;
     case HF_OUT_NOT_CLAIMED:
         req->db_outcome = o->replayed ? "replay" : "rollback";
-        hf_request_fail(req, HF_CODE(NOT_FOUND), NULL, id,
-                        "'%s' is not claimed; nothing was cancelled%s", id ? id : "?", again);
+        if (cc->kind->units)
+            hf_request_fail(req, HF_CODE(NOT_FOUND), NULL, id,
+                            "pool '%s' has only %" PRId64 " units sold under this reference; "
+                            "nothing was cancelled%s", id ? id : "?", o->n ? o->rows[0].fence : 0,
+                            again);
+        else
+            hf_request_fail(req, HF_CODE(NOT_FOUND), NULL, id,
+                            "'%s' is not claimed; nothing was cancelled%s", id ? id : "?", again);
         break;
     case HF_OUT_OTHER_REFERENCE:
         req->db_outcome = o->replayed ? "replay" : "rollback";

@@ -11,6 +11,7 @@
 #include "confirm_outcome.h"
 #include "confirm_resolve.h"
 #include "ops_common.h"
+#include "pools.h"
 
 struct claim_call;
 
@@ -21,6 +22,8 @@ struct claim_kind {
     void (*on_ok)(struct claim_call *cc);
     /* What follows when the Redis update after a commit fails (for the log). */
     const char *if_update_fails;
+    /* Units of pools (ops_pool_claim.c): answers name pools. */
+    bool units;
 };
 
 /* One Confirm or Cancel: the op's context. */
@@ -39,6 +42,7 @@ struct claim_call {
     bool hold_ours;      /* confirm_check passed: ours to mark after a commit */
     const char *gone_why; /* Confirm, hold gone: why, for a first HOLD_LOST answer */
     struct hf_keyset *clear_keys; /* Cancel: keys of the cancelled ids */
+    struct hf_pool_target *pools; /* units of pools: the target cc->t points into */
     struct hf_outcome out;
     struct hf_resolve resolve;
 };
@@ -47,6 +51,11 @@ struct claim_call {
 struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_kind *kind,
                                    const char *ns, const char *partition, char **ids,
                                    size_t n_ids, const Holdfast__V1__Segment *segment);
+/* The same for units of pools (hf_pool_target_parse): cc->pools, and cc->t
+ * pointing at its target, whose ids are the "pool=count" items. */
+struct claim_call *hf_claim_create_pools(struct hf_request *req, const struct claim_kind *kind,
+                                         const char *ns, const char *partition, size_t n_ids,
+                                         Holdfast__V1__PoolTake *const *units, size_t n_units);
 /* What both need: a confirmable namespace, PostgreSQL, a valid key and
  * reference. false: the request has been answered. */
 bool hf_claim_check(struct claim_call *cc, const char *key, const char *reference);

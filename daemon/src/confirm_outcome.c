@@ -25,6 +25,7 @@ bool hf_outcome_parse(const PGresult *res, struct hf_outcome *o) {
                  {"HOLD_LOST", HF_OUT_HOLD_LOST}, {"CONFIRMED", HF_OUT_CONFIRMED},
                  {"NOT_CLAIMED", HF_OUT_NOT_CLAIMED},
                  {"OTHER_REFERENCE", HF_OUT_OTHER_REFERENCE},
+                 {"SOLD_OUT", HF_OUT_SOLD_OUT},
                  {"ABSENT", HF_OUT_ABSENT}, {"UNKNOWN", HF_OUT_UNKNOWN}};
     const char *code = PQgetvalue(res, 0, 0);
     size_t k = 0;
@@ -41,6 +42,14 @@ bool hf_outcome_parse(const PGresult *res, struct hf_outcome *o) {
         row->fence = PQgetisnull(res, i, 3) ? 0 : strtoll(PQgetvalue(res, i, 3), NULL, 10);
         row->reference = PQgetisnull(res, i, 4) ? NULL : strdup(PQgetvalue(res, i, 4));
         row->at_ms = PQgetisnull(res, i, 5) ? 0 : strtoll(PQgetvalue(res, i, 5), NULL, 10);
+        if (PQnfields(res) >= 10 && !PQgetisnull(res, i, 9)) {
+            row->has_state = true;
+            row->own = PQgetvalue(res, i, 6)[0] == 't';
+            row->capacity =
+                PQgetisnull(res, i, 7) ? 0 : strtoll(PQgetvalue(res, i, 7), NULL, 10);
+            row->sold = PQgetisnull(res, i, 8) ? 0 : strtoll(PQgetvalue(res, i, 8), NULL, 10);
+            row->version = strtoll(PQgetvalue(res, i, 9), NULL, 10);
+        }
         if (!row->resource) return false;
     }
     return true;

@@ -21,6 +21,7 @@ enum hf_outcome_code {
     HF_OUT_CONFIRMED, /* confirm_gone: ... CONFIRMED (a marker replaced the hold) */
     HF_OUT_NOT_CLAIMED,     /* cancel: an id has no claim; nothing cancelled */
     HF_OUT_OTHER_REFERENCE, /* cancel: an id is claimed under another reference */
+    HF_OUT_SOLD_OUT, /* pool confirm: too few units left unsold (fence: how many) */
     HF_OUT_ABSENT,   /* look-ups: no record for the key */
     HF_OUT_UNKNOWN,  /* resolve: no record, and the statement may still run */
 };
@@ -30,6 +31,11 @@ struct hf_outcome_row {
     int64_t fence; /* 0 when NULL */
     char *reference;
     int64_t at_ms;
+    /* Pool functions (holdfast.pool_outcome): the pool's state after the
+     * call, for the Redis mirror; has_state false in replays. */
+    bool has_state;
+    bool own;
+    int64_t capacity, sold, version;
 };
 
 struct hf_outcome {

@@ -18,4 +18,12 @@ struct hf_keyset *hf_keyset_build(const char *ns, const char *partition,
                                   char *const *ids, size_t n_ids);
 void hf_keyset_free(struct hf_keyset *ks);
 
+/* Pools (docs/pools.md): keys[0] the fence counter, keys[1] the partition's
+ * default capacity (:#pooldefault), then per pool its hash (:#pool:<pool>)
+ * and its holds (:#pexp:<pool>), so count = 2 + 2 * n_pools. Pool names are
+ * validated like ids ('#' and ':' never occur in one). */
+#define HF_POOL_KEYS_BEFORE 2
+struct hf_keyset *hf_pool_keyset_build(const char *ns, const char *partition,
+                                       char *const *pools, size_t n_pools);
+
 #endif

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "confirm_call.h"
+#include "ops_pool.h"
+#include "pools.h"
 #include "redis_front.h"
 
 static const char SQL_CANCEL[] =
@@ -85,6 +87,10 @@ static void run_cancel(struct claim_call *cc) {
 
 void hf_op_cancel(struct hf_request *req) {
     Holdfast__V1__CancelRequest *m = req->msg->cancel;
+    if (hf_pool_request(req, m->namespace_, m->n_units)) {
+        hf_pool_cancel(req);
+        return;
+    }
     struct claim_call *cc =
         hf_claim_create(req, &cancel_kind, m->namespace_, m->partition, m->ids, m->n_ids,
                         m->segment);

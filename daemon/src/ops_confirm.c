@@ -18,6 +18,8 @@
 #include <string.h>
 
 #include "confirm_call.h"
+#include "ops_pool.h"
+#include "pools.h"
 #include "log.h"
 #include "metrics.h"
 #include "pg_pool.h"
@@ -202,6 +204,10 @@ static void on_check_reply(void *privdata, enum hf_redis_status status, redisRep
 
 void hf_op_confirm(struct hf_request *req) {
     Holdfast__V1__ConfirmRequest *m = req->msg->confirm;
+    if (hf_pool_request(req, m->namespace_, m->n_units)) {
+        hf_pool_confirm(req);
+        return;
+    }
     struct claim_call *cc =
         hf_claim_create(req, &confirm_kind, m->namespace_, m->partition, m->ids, m->n_ids,
                         m->segment);

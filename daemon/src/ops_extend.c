@@ -4,6 +4,8 @@
 
 #include "numfmt.h"
 #include "ops_common.h"
+#include "ops_pool.h"
+#include "pools.h"
 #include "redis_front.h"
 
 
@@ -31,6 +33,10 @@ static void on_extend_reply(void *privdata, enum hf_redis_status status, redisRe
 
 void hf_op_extend(struct hf_request *req) {
     Holdfast__V1__ExtendRequest *m = req->msg->extend;
+    if (hf_pool_request(req, m->namespace_, m->n_pools)) {
+        hf_pool_extend(req);
+        return;
+    }
     struct hf_target *t = hf_target_context(req);
     uint32_t ttl;
     if (!t || !hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,

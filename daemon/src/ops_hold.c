@@ -8,6 +8,8 @@
 #include "metrics.h"
 #include "numfmt.h"
 #include "ops_common.h"
+#include "ops_pool.h"
+#include "pools.h"
 #include "policy.h"
 #include "redis_front.h"
 
@@ -186,6 +188,10 @@ static bool admitted_by_policy(struct hf_request *req, const struct hf_target *t
 
 void hf_op_hold(struct hf_request *req) {
     Holdfast__V1__HoldRequest *m = req->msg->hold;
+    if (hf_pool_request(req, m->namespace_, m->n_units)) {
+        hf_pool_hold(req);
+        return;
+    }
     struct hold_call *hc = hf_request_context(req, sizeof *hc, free_hold_call);
     if (!hc) return;
     hc->req = req;

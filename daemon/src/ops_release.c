@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "ops_common.h"
+#include "ops_pool.h"
+#include "pools.h"
 #include "redis_front.h"
 
 
@@ -204,6 +206,10 @@ static void release_with_delex(struct release_call *dc, const char *token) {
 
 void hf_op_release(struct hf_request *req) {
     Holdfast__V1__ReleaseRequest *m = req->msg->release;
+    if (hf_pool_request(req, m->namespace_, m->n_pools)) {
+        hf_pool_release(req);
+        return;
+    }
     struct release_call *rc = hf_request_context(req, sizeof *rc, free_release_call);
     if (!rc) return;
     rc->req = req;

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "ops_common.h"
+#include "ops_pool.h"
+#include "pools.h"
 #include "redis_front.h"
 
 
@@ -50,6 +52,10 @@ static void on_status_reply(void *privdata, enum hf_redis_status status, redisRe
 
 void hf_op_status(struct hf_request *req) {
     Holdfast__V1__StatusRequest *m = req->msg->status;
+    if (hf_pool_request(req, m->namespace_, m->n_pools)) {
+        hf_pool_status(req);
+        return;
+    }
     struct hf_target *t = hf_target_context(req);
     if (!t || !hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
                          m->segment)) return;

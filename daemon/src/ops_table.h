@@ -41,7 +41,11 @@
           HF_CODE_BIT(INTERNAL))                                                         \
     X(status, STATUS, HF_OP_RESOURCE, HF_CODES_TARGET)                                   \
     X(health, HEALTH, HF_OP_PROBE, HF_CODES_REQUEST | HF_CODE_BIT(OK))                   \
-    X(metrics, METRICS, HF_OP_PROBE, HF_CODES_REQUEST | HF_CODE_BIT(OK))
+    X(metrics, METRICS, HF_OP_PROBE, HF_CODES_REQUEST | HF_CODE_BIT(OK))                 \
+    X(set_capacity, SET_CAPACITY, HF_OP_RESOURCE,                                        \
+      HF_CODES_TARGET | HF_CODE_BIT(FAILED_PRECONDITION) | HF_CODE_BIT(INTERNAL))        \
+    X(get_capacity, GET_CAPACITY, HF_OP_RESOURCE,                                        \
+      HF_CODES_TARGET | HF_CODE_BIT(FAILED_PRECONDITION) | HF_CODE_BIT(INTERNAL))
 
 #define HF_OP_DECLARE(name, method, flags, codes) void hf_op_##name(struct hf_request *req);
 HF_OPS(HF_OP_DECLARE)

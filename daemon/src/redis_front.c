@@ -28,6 +28,13 @@ static const struct {
     [HF_FN_CONFIRM_CHECK] = {"confirm_check", "hf" HF_LIBRARY_VERSION "_confirm_check"},
     [HF_FN_MARK_CONFIRMED] = {"mark_confirmed", "hf" HF_LIBRARY_VERSION "_mark_confirmed"},
     [HF_FN_CANCEL_CLEAR] = {"cancel_clear", "hf" HF_LIBRARY_VERSION "_cancel_clear"},
+    [HF_FN_POOL_HOLD] = {"pool_hold", "hf" HF_LIBRARY_VERSION "_pool_hold"},
+    [HF_FN_POOL_EXTEND] = {"pool_extend", "hf" HF_LIBRARY_VERSION "_pool_extend"},
+    [HF_FN_POOL_RELEASE] = {"pool_release", "hf" HF_LIBRARY_VERSION "_pool_release"},
+    [HF_FN_POOL_STATUS] = {"pool_status", "hf" HF_LIBRARY_VERSION "_pool_status"},
+    [HF_FN_POOL_CONFIRM_CHECK] = {"pool_confirm_check",
+                                  "hf" HF_LIBRARY_VERSION "_pool_confirm_check"},
+    [HF_FN_POOL_MARK_SOLD] = {"pool_mark_sold", "hf" HF_LIBRARY_VERSION "_pool_mark_sold"},
 };
 
 struct hf_redis_front {

@@ -26,6 +26,13 @@ enum hf_script_fn {
     HF_FN_CONFIRM_CHECK,
     HF_FN_MARK_CONFIRMED,
     HF_FN_CANCEL_CLEAR,
+    /* Pools (docs/pools.md). */
+    HF_FN_POOL_HOLD,
+    HF_FN_POOL_EXTEND,
+    HF_FN_POOL_RELEASE,
+    HF_FN_POOL_STATUS,
+    HF_FN_POOL_CONFIRM_CHECK,
+    HF_FN_POOL_MARK_SOLD,
     HF_FN__COUNT
 };
 
@@ -35,6 +42,8 @@ enum hf_script_code {
     HF_SC_HELD_BY_ANOTHER = 2,
     HF_SC_NOT_HELD = 3,
     HF_SC_CONFIRMED = 4,
+    HF_SC_POOL_MISS = 5,           /* the mirror lacks the pool's capacity: load it */
+    HF_SC_POOL_COUNT_MISMATCH = 6, /* the token holds another number of units */
 };
 
 enum hf_call_path { HF_PATH_NONE, HF_PATH_FCALL, HF_PATH_EVALSHA, HF_PATH_EVAL };

@@ -78,6 +78,17 @@ static void errors_name_line_and_key(void **state) {
     assert_non_null(strstr(err, "octal"));
     assert_null(load("return { namespaces = { a = {} }, redis = { address = 'nowhere' } }", err));
     assert_non_null(strstr(err, "redis.address"));
+    /* Pools keep their capacity in PostgreSQL. */
+    assert_null(load("return {\n namespaces = {\n  ga = { kind = 'pools' } } }", err));
+    assert_non_null(strstr(err, "t.lua:3: key 'namespaces.ga.kind': \"pools\" needs postgres.dsn"));
+    assert_null(load("return { namespaces = { ga = { kind = 'pool' } } }", err));
+    assert_non_null(strstr(err, "must be one of seats, pools"));
+    struct hf_config *cfg = load("return { postgres = { dsn = 'dbname=hf' },"
+                                 " namespaces = { ga = { kind = 'pools' }, seat = {} } }", err);
+    assert_non_null(cfg);
+    assert_int_equal(hf_config_namespace(cfg, "ga")->kind, HF_KIND_POOLS);
+    assert_int_equal(hf_config_namespace(cfg, "seat")->kind, HF_KIND_SEATS);
+    hf_config_unref(cfg);
 }
 
 static void metrics_http_address(void **state) {
@@ -199,7 +210,7 @@ static const struct {
 static const char *const namespace_settings[] = {
     "default_ttl_ms", "min_ttl_ms", "max_ttl_ms", "confirmable", "confirm_window_ms",
     "confirmed_marker_ttl_ms", "on_redis_down", "min_replicas_ack", "replicas_ack_timeout_ms",
-    "max_legs", "admit",
+    "max_legs", "admit", "kind",
 };
 #define N_NAMESPACE_SETTINGS (sizeof namespace_settings / sizeof namespace_settings[0])
 

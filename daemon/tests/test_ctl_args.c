@@ -134,6 +134,73 @@ static void commands_and_options(void **state) {
     hf_ctl_args_free(&a);
 }
 
+/* Pools: POOL=COUNT arguments, --pools, set-capacity and get-capacity. */
+static void pools_and_capacity(void **state) {
+    (void)state;
+    struct hf_ctl_args a;
+    char err[256];
+    assert_int_equal(parse(&a, err, sizeof err, "hold", "ga", "show", "adult=2", "child=1", NULL),
+                     0);
+    assert_true(a.pools);
+    assert_int_equal(a.n_args, 4);
+    assert_string_equal(a.pool_names[0], "adult");
+    assert_string_equal(a.pool_names[1], "child");
+    assert_true(a.pool_counts[0] == 2 && a.pool_counts[1] == 1);
+    hf_ctl_args_free(&a);
+    /* Plain ids stay ids. */
+    assert_int_equal(parse(&a, err, sizeof err, "hold", "seat", "p", "A1", NULL), 0);
+    assert_false(a.pools);
+    assert_null(a.pool_names);
+    hf_ctl_args_free(&a);
+    /* Release, extend and status name pools: POOL=COUNT (count unused) or --pools. */
+    assert_int_equal(parse(&a, err, sizeof err, "release", "ga", "show", "adult=2", "child",
+                           "--token", "t", NULL),
+                     0);
+    assert_true(a.pools);
+    assert_string_equal(a.pool_names[1], "child");
+    assert_true(a.pool_counts[0] == 2 && a.pool_counts[1] == 0);
+    hf_ctl_args_free(&a);
+    assert_int_equal(parse(&a, err, sizeof err, "status", "ga", "show", "adult", "--pools", NULL),
+                     0);
+    assert_true(a.pools);
+    assert_string_equal(a.pool_names[0], "adult");
+    hf_ctl_args_free(&a);
+    assert_int_equal(parse(&a, err, sizeof err, "set-capacity", "ga", "show", "adult", "5000",
+                           NULL),
+                     0);
+    assert_int_equal(a.cmd, HF_CTL_SET_CAPACITY);
+    assert_false(a.partition_default);
+    assert_true(a.capacity == 5000);
+    hf_ctl_args_free(&a);
+    assert_int_equal(parse(&a, err, sizeof err, "set-capacity", "coupon", "b7", "--default", "0",
+                           NULL),
+                     0);
+    assert_true(a.partition_default && a.capacity == 0);
+    hf_ctl_args_free(&a);
+    assert_int_equal(parse(&a, err, sizeof err, "set-capacity", "ga", "s", "p",
+                           "1000000000000", NULL),
+                     0);
+    assert_true(a.capacity == 1000000000000ull);
+    hf_ctl_args_free(&a);
+    assert_int_equal(parse(&a, err, sizeof err, "get-capacity", "ga", "show", NULL), 0);
+    assert_int_equal(a.cmd, HF_CTL_GET_CAPACITY);
+    assert_int_equal(a.n_args, 2);
+    hf_ctl_args_free(&a);
+
+    uint32_t count;
+    char name[16];
+    assert_int_equal(hf_ctl_parse_units("hold", "a=1000000", true, name, sizeof name, &count,
+                                        err, sizeof err),
+                     0);
+    assert_true(count == 1000000);
+    static const char *bad[] = {"a=0", "a=", "a=1000001", "a=-1", "a=1x", "=2", "a=01234567",
+                                "a= 1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(hf_ctl_parse_units("hold", bad[i], true, name, sizeof name, &count,
+                                            err, sizeof err),
+                         -1);
+}
+
 static void help_and_version(void **state) {
     (void)state;
     struct hf_ctl_args a;
@@ -217,6 +284,25 @@ static void usage_errors_name_the_argument(void **state) {
          "holdfastctl cancel: needs --key IDEMPOTENCY-KEY (see holdfastctl cancel --help)"},
         {{"release", "s", "p", "1", "--token", "t", "--token-stdin"},
          "holdfastctl: --token and --token-stdin: give one of them"},
+        {{"hold", "ga", "s", "adult=2", "child"},
+         "holdfastctl hold: 'child' needs a count (POOL=COUNT)"},
+        {{"hold", "ga", "s", "adult=0"},
+         "holdfastctl hold: 'adult=0': the count must be 1 to 1000000"},
+        {{"hold", "ga", "s", "adult", "--pools"},
+         "holdfastctl: --pools does not apply to hold (see holdfastctl hold --help)"},
+        {{"set-capacity", "ga", "s", "adult"},
+         "holdfastctl set-capacity: needs NAMESPACE PARTITION POOL CAPACITY, or "
+         "NAMESPACE PARTITION --default CAPACITY"},
+        {{"set-capacity", "ga", "s", "adult", "5", "--default"},
+         "holdfastctl set-capacity: needs NAMESPACE PARTITION POOL CAPACITY, or "
+         "NAMESPACE PARTITION --default CAPACITY"},
+        {{"set-capacity", "ga", "s", "adult", "1e3"},
+         "holdfastctl set-capacity: '1e3' is not a capacity (0 to 1000000000000)"},
+        {{"set-capacity", "ga", "s", "adult", "1000000000001"},
+         "holdfastctl set-capacity: '1000000000001' is not a capacity (0 to 1000000000000)"},
+        {{"get-capacity", "ga"},
+         "holdfastctl get-capacity: needs NAMESPACE PARTITION [POOL...] "
+         "(see holdfastctl get-capacity --help)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *argv[10] = {"holdfastctl"};
@@ -277,7 +363,8 @@ static void usage_texts(void **state) {
     char *all = usage_of(HF_CTL_NONE);
     static const char *in_all[] = {
         "\n  hold ", "\n  extend ", "\n  release ", "\n  status ", "\n  confirm ",
-        "\n  cancel ", "\n  health ", "\n  library ", "\n  metrics ", "\n  check-config FILE",
+        "\n  cancel ", "\n  set-capacity ", "\n  get-capacity ", "\n  health ",
+        "\n  library ", "\n  metrics ", "\n  check-config FILE",
         "\n  help [COMMAND]", "a bare number is milliseconds", "\n  0 ", "\n  1 ", "\n  2 ",
         "\n  3 ", "\n  64 ", "--version", "--token-stdin",
     };
@@ -300,6 +387,7 @@ int main(void) {
         cmocka_unit_test(durations_with_units),
         cmocka_unit_test(bad_durations_name_option_and_text),
         cmocka_unit_test(commands_and_options),
+        cmocka_unit_test(pools_and_capacity),
         cmocka_unit_test(help_and_version),
         cmocka_unit_test(usage_errors_name_the_argument),
         cmocka_unit_test(token_from_stdin),

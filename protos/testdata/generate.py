@@ -161,6 +161,98 @@ def build_cases(pb):
     add("large_id_response", "Response echoing id 2^63+5",
         Resp(id=2**63 + 5, correlation_id="big-id", code=pb.CODE_UNAVAILABLE,
              message="redis unavailable"))
+
+    # Pools (a namespace of kind "pools"): units instead of ids.
+    GA, SHOW = "ga", "show-2026-12-24-2000"
+    UNITS = [pb.PoolTake(pool="adult", count=2), pb.PoolTake(pool="child", count=1)]
+    PTOKEN = f"{FENCE + 7}.Zm9vYmFyYmF6cXV4MTIzNA"  # fixture, not a real token
+    add("pool_hold_request", "Hold 2 adult + 1 child units, all or nothing",
+        Req(id=20, correlation_id="ga-1", timeout_ms=1500,
+            hold=pb.HoldRequest(namespace=GA, partition=SHOW, units=UNITS, ttl_ms=120000)))
+    add("pool_hold_response_ok", "Units held: token, fence and ttl like any hold",
+        Resp(id=20, correlation_id="ga-1", code=pb.CODE_OK,
+             hold=pb.HoldResponse(token=PTOKEN, fence=FENCE + 7, ttl_ms=120000)))
+    add("pool_hold_response_held_by_another", "Too few free units: the rest is held",
+        Resp(id=21, correlation_id="ga-2", code=pb.CODE_HELD_BY_ANOTHER,
+             message="pool 'adult': 2 units asked, 1 free; the rest is held by others",
+             error=pb.ErrorDetail(resource_id="adult")))
+    add("pool_hold_response_sold_out", "Too few units left unsold (sold out)",
+        Resp(id=22, correlation_id="ga-3", code=pb.CODE_CONFIRMED,
+             message="pool 'child': 1 units asked, 0 left unsold (sold out)",
+             error=pb.ErrorDetail(resource_id="child")))
+    add("pool_extend_request", "Extend a hold of units",
+        Req(id=23, correlation_id="ga-4",
+            extend=pb.ExtendRequest(namespace=GA, partition=SHOW, pools=["adult", "child"],
+                                    token=PTOKEN, ttl_ms=300000)))
+    add("pool_release_request", "Release a hold of units",
+        Req(id=24, correlation_id="ga-5",
+            release=pb.ReleaseRequest(namespace=GA, partition=SHOW, pools=["adult", "child"],
+                                      token=PTOKEN)))
+    add("pool_release_response", "Release OK: 3 units given back",
+        Resp(id=24, correlation_id="ga-5", code=pb.CODE_OK,
+             release=pb.ReleaseResponse(released=3)))
+    add("pool_status_request", "Status of two pools, with the caller's token",
+        Req(id=25, correlation_id="ga-6",
+            status=pb.StatusRequest(namespace=GA, partition=SHOW, pools=["adult", "child"],
+                                    token=PTOKEN)))
+    add("pool_status_response", "Capacity, sold, held, free and this token's units per pool",
+        Resp(id=25, correlation_id="ga-6", code=pb.CODE_OK,
+             status=pb.StatusResponse(pools=[
+                 pb.PoolStatus(pool="adult", capacity=5000, sold=4990, held=7, free=3, owned=2,
+                               ttl_ms=118250),
+                 pb.PoolStatus(pool="child", capacity=500, sold=500, held=1, free=0, owned=1,
+                               ttl_ms=118250),
+             ])))
+    add("pool_confirm_request", "Confirm exactly the units the token holds",
+        Req(id=26, correlation_id="ga-7", timeout_ms=5000,
+            confirm=pb.ConfirmRequest(namespace=GA, partition=SHOW, units=UNITS, token=PTOKEN,
+                                      idempotency_key="order-4712:confirm",
+                                      reference="order-4712", payload=b"{\"tickets\":3}")))
+    add("pool_confirm_response", "Units sold",
+        Resp(id=26, correlation_id="ga-7", code=pb.CODE_OK,
+             confirm=pb.ConfirmResponse(fence=FENCE + 7, units=UNITS,
+                                        confirmed_at_unix_ms=1764412399456)))
+    add("pool_confirm_response_sold_out", "PostgreSQL refuses: fewer units left than asked",
+        Resp(id=27, correlation_id="ga-8", code=pb.CODE_CONFLICT,
+             message="pool 'adult' has only 1 units left unsold; nothing was sold",
+             error=pb.ErrorDetail(resource_id="adult")))
+    add("pool_cancel_request", "Give back one adult unit of an order",
+        Req(id=28, correlation_id="ga-9",
+            cancel=pb.CancelRequest(namespace=GA, partition=SHOW,
+                                    units=[pb.PoolTake(pool="adult", count=1)],
+                                    idempotency_key="order-4712:refund-1",
+                                    reference="order-4712")))
+    add("pool_cancel_response", "Cancel OK: 1 unit given back",
+        Resp(id=28, correlation_id="ga-9", code=pb.CODE_OK,
+             cancel=pb.CancelResponse(cancelled=1, units=[pb.PoolTake(pool="adult", count=1)])))
+    add("set_capacity_request", "Set a pool's capacity",
+        Req(id=29, correlation_id="ops-cap-1",
+            set_capacity=pb.SetCapacityRequest(namespace=GA, partition=SHOW, pool="adult",
+                                               capacity=5000)))
+    add("set_capacity_response", "Capacity set; sold units as PostgreSQL has them",
+        Resp(id=29, correlation_id="ops-cap-1", code=pb.CODE_OK,
+             set_capacity=pb.SetCapacityResponse(
+                 pool=pb.PoolCapacity(pool="adult", capacity=5000, sold=4990))))
+    add("set_capacity_default_request", "Set the partition's default capacity (per-user pools)",
+        Req(id=30, correlation_id="ops-cap-2",
+            set_capacity=pb.SetCapacityRequest(namespace="coupon", partition="batch-7",
+                                               capacity=1, partition_default=True)))
+    add("set_capacity_response_below_sold", "Lowering below what is sold is refused",
+        Resp(id=31, correlation_id="ops-cap-3", code=pb.CODE_FAILED_PRECONDITION,
+             message="pool 'adult' has 4990 units sold; a capacity of 4000 is below that; "
+                     "nothing was changed",
+             error=pb.ErrorDetail(field="capacity", resource_id="adult")))
+    add("get_capacity_request", "Capacity and sold units of two pools",
+        Req(id=32, correlation_id="ops-cap-4",
+            get_capacity=pb.GetCapacityRequest(namespace=GA, partition=SHOW,
+                                               pools=["adult", "user-17"])))
+    add("get_capacity_response", "A pool with its own capacity, one following the default",
+        Resp(id=32, correlation_id="ops-cap-4", code=pb.CODE_OK,
+             get_capacity=pb.GetCapacityResponse(
+                 pools=[pb.PoolCapacity(pool="adult", capacity=5000, sold=4990),
+                        pb.PoolCapacity(pool="user-17", capacity=1, sold=1,
+                                        partition_default=True)],
+                 default_capacity=1)))
     return cases
 
 

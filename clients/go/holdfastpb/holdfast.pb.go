@@ -222,6 +222,8 @@ type Request struct {
 	//	*Request_Status
 	//	*Request_Health
 	//	*Request_Metrics
+	//	*Request_SetCapacity
+	//	*Request_GetCapacity
 	Method        isRequest_Method `protobuf_oneof:"method"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -357,6 +359,24 @@ func (x *Request) GetMetrics() *MetricsRequest {
 	return nil
 }
 
+func (x *Request) GetSetCapacity() *SetCapacityRequest {
+	if x != nil {
+		if x, ok := x.Method.(*Request_SetCapacity); ok {
+			return x.SetCapacity
+		}
+	}
+	return nil
+}
+
+func (x *Request) GetGetCapacity() *GetCapacityRequest {
+	if x != nil {
+		if x, ok := x.Method.(*Request_GetCapacity); ok {
+			return x.GetCapacity
+		}
+	}
+	return nil
+}
+
 type isRequest_Method interface {
 	isRequest_Method()
 }
@@ -393,6 +413,14 @@ type Request_Metrics struct {
 	Metrics *MetricsRequest `protobuf:"bytes,17,opt,name=metrics,proto3,oneof"`
 }
 
+type Request_SetCapacity struct {
+	SetCapacity *SetCapacityRequest `protobuf:"bytes,18,opt,name=set_capacity,json=setCapacity,proto3,oneof"`
+}
+
+type Request_GetCapacity struct {
+	GetCapacity *GetCapacityRequest `protobuf:"bytes,19,opt,name=get_capacity,json=getCapacity,proto3,oneof"`
+}
+
 func (*Request_Hold) isRequest_Method() {}
 
 func (*Request_Extend) isRequest_Method() {}
@@ -408,6 +436,10 @@ func (*Request_Status) isRequest_Method() {}
 func (*Request_Health) isRequest_Method() {}
 
 func (*Request_Metrics) isRequest_Method() {}
+
+func (*Request_SetCapacity) isRequest_Method() {}
+
+func (*Request_GetCapacity) isRequest_Method() {}
 
 type Response struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -433,6 +465,8 @@ type Response struct {
 	//	*Response_Status
 	//	*Response_Health
 	//	*Response_Metrics
+	//	*Response_SetCapacity
+	//	*Response_GetCapacity
 	Result        isResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -589,6 +623,24 @@ func (x *Response) GetMetrics() *MetricsResponse {
 	return nil
 }
 
+func (x *Response) GetSetCapacity() *SetCapacityResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_SetCapacity); ok {
+			return x.SetCapacity
+		}
+	}
+	return nil
+}
+
+func (x *Response) GetGetCapacity() *GetCapacityResponse {
+	if x != nil {
+		if x, ok := x.Result.(*Response_GetCapacity); ok {
+			return x.GetCapacity
+		}
+	}
+	return nil
+}
+
 type isResponse_Result interface {
 	isResponse_Result()
 }
@@ -625,6 +677,14 @@ type Response_Metrics struct {
 	Metrics *MetricsResponse `protobuf:"bytes,17,opt,name=metrics,proto3,oneof"`
 }
 
+type Response_SetCapacity struct {
+	SetCapacity *SetCapacityResponse `protobuf:"bytes,18,opt,name=set_capacity,json=setCapacity,proto3,oneof"`
+}
+
+type Response_GetCapacity struct {
+	GetCapacity *GetCapacityResponse `protobuf:"bytes,19,opt,name=get_capacity,json=getCapacity,proto3,oneof"`
+}
+
 func (*Response_Hold) isResponse_Result() {}
 
 func (*Response_Extend) isResponse_Result() {}
@@ -640,6 +700,10 @@ func (*Response_Status) isResponse_Result() {}
 func (*Response_Health) isResponse_Result() {}
 
 func (*Response_Metrics) isResponse_Result() {}
+
+func (*Response_SetCapacity) isResponse_Result() {}
+
+func (*Response_GetCapacity) isResponse_Result() {}
 
 type ErrorDetail struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -761,7 +825,11 @@ type HoldRequest struct {
 	// request applies to every leg of the trip from from_stop to to_stop of
 	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
 	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
-	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	Segment *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	// Pools (a namespace of kind "pools", instead of `ids`): take `count`
+	// units from each pool of the partition, all or nothing. 1..max_ids
+	// pools, no pool twice.
+	Units         []*PoolTake `protobuf:"bytes,5,rep,name=units,proto3" json:"units,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -831,6 +899,68 @@ func (x *HoldRequest) GetSegment() *Segment {
 	return nil
 }
 
+func (x *HoldRequest) GetUnits() []*PoolTake {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+// `count` units of one pool. Pool names are like ids ([A-Za-z0-9._-],
+// 1-128 bytes).
+type PoolTake struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pool  string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// 1..1000000 in a Hold, Confirm or Cancel.
+	Count         uint32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolTake) Reset() {
+	*x = PoolTake{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolTake) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolTake) ProtoMessage() {}
+
+func (x *PoolTake) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolTake.ProtoReflect.Descriptor instead.
+func (*PoolTake) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *PoolTake) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *PoolTake) GetCount() uint32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 type HoldResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Opaque proof of ownership: "<fence>.<random>". Keep it secret; pass it to
@@ -846,7 +976,7 @@ type HoldResponse struct {
 
 func (x *HoldResponse) Reset() {
 	*x = HoldResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[5]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -858,7 +988,7 @@ func (x *HoldResponse) String() string {
 func (*HoldResponse) ProtoMessage() {}
 
 func (x *HoldResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[5]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -871,7 +1001,7 @@ func (x *HoldResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HoldResponse.ProtoReflect.Descriptor instead.
 func (*HoldResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{5}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HoldResponse) GetToken() string {
@@ -907,14 +1037,16 @@ type ExtendRequest struct {
 	// request applies to every leg of the trip from from_stop to to_stop of
 	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
 	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
-	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	Segment *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	// Pools: the pools of the hold (instead of `ids`).
+	Pools         []string `protobuf:"bytes,6,rep,name=pools,proto3" json:"pools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ExtendRequest) Reset() {
 	*x = ExtendRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[6]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -926,7 +1058,7 @@ func (x *ExtendRequest) String() string {
 func (*ExtendRequest) ProtoMessage() {}
 
 func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[6]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -939,7 +1071,7 @@ func (x *ExtendRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendRequest.ProtoReflect.Descriptor instead.
 func (*ExtendRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{6}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExtendRequest) GetNamespace() string {
@@ -984,6 +1116,13 @@ func (x *ExtendRequest) GetSegment() *Segment {
 	return nil
 }
 
+func (x *ExtendRequest) GetPools() []string {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
 type ExtendResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TtlMs         uint32                 `protobuf:"varint,1,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
@@ -993,7 +1132,7 @@ type ExtendResponse struct {
 
 func (x *ExtendResponse) Reset() {
 	*x = ExtendResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[7]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1144,7 @@ func (x *ExtendResponse) String() string {
 func (*ExtendResponse) ProtoMessage() {}
 
 func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[7]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1157,7 @@ func (x *ExtendResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendResponse.ProtoReflect.Descriptor instead.
 func (*ExtendResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{7}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ExtendResponse) GetTtlMs() uint32 {
@@ -1038,14 +1177,16 @@ type ReleaseRequest struct {
 	// request applies to every leg of the trip from from_stop to to_stop of
 	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
 	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
-	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	Segment *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	// Pools: the pools of the hold (instead of `ids`).
+	Pools         []string `protobuf:"bytes,5,rep,name=pools,proto3" json:"pools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReleaseRequest) Reset() {
 	*x = ReleaseRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[8]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1198,7 @@ func (x *ReleaseRequest) String() string {
 func (*ReleaseRequest) ProtoMessage() {}
 
 func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[8]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1211,7 @@ func (x *ReleaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseRequest.ProtoReflect.Descriptor instead.
 func (*ReleaseRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{8}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReleaseRequest) GetNamespace() string {
@@ -1108,10 +1249,18 @@ func (x *ReleaseRequest) GetSegment() *Segment {
 	return nil
 }
 
+func (x *ReleaseRequest) GetPools() []string {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
 type ReleaseResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// How many of the ids this token held and were deleted. Ids held by another
 	// token or not held are left untouched and reported through the code.
+	// Pools: how many units this token held and gave back.
 	Released      uint32 `protobuf:"varint,1,opt,name=released,proto3" json:"released,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1119,7 +1268,7 @@ type ReleaseResponse struct {
 
 func (x *ReleaseResponse) Reset() {
 	*x = ReleaseResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[9]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1131,7 +1280,7 @@ func (x *ReleaseResponse) String() string {
 func (*ReleaseResponse) ProtoMessage() {}
 
 func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[9]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1144,7 +1293,7 @@ func (x *ReleaseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReleaseResponse.ProtoReflect.Descriptor instead.
 func (*ReleaseResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{9}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReleaseResponse) GetReleased() uint32 {
@@ -1171,14 +1320,16 @@ type ConfirmRequest struct {
 	// request applies to every leg of the trip from from_stop to to_stop of
 	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
 	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
-	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	Segment *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	// Pools: exactly the units the token holds (instead of `ids`).
+	Units         []*PoolTake `protobuf:"bytes,8,rep,name=units,proto3" json:"units,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ConfirmRequest) Reset() {
 	*x = ConfirmRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[10]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1341,7 @@ func (x *ConfirmRequest) String() string {
 func (*ConfirmRequest) ProtoMessage() {}
 
 func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[10]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1354,7 @@ func (x *ConfirmRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmRequest.ProtoReflect.Descriptor instead.
 func (*ConfirmRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{10}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ConfirmRequest) GetNamespace() string {
@@ -1262,6 +1413,13 @@ func (x *ConfirmRequest) GetSegment() *Segment {
 	return nil
 }
 
+func (x *ConfirmRequest) GetUnits() []*PoolTake {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
 type Claim struct {
 	state             protoimpl.MessageState `protogen:"open.v1"`
 	ResourceId        string                 `protobuf:"bytes,1,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
@@ -1274,7 +1432,7 @@ type Claim struct {
 
 func (x *Claim) Reset() {
 	*x = Claim{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[11]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1286,7 +1444,7 @@ func (x *Claim) String() string {
 func (*Claim) ProtoMessage() {}
 
 func (x *Claim) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[11]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1299,7 +1457,7 @@ func (x *Claim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Claim.ProtoReflect.Descriptor instead.
 func (*Claim) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{11}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Claim) GetResourceId() string {
@@ -1335,14 +1493,18 @@ type ConfirmResponse struct {
 	Fence  uint64                 `protobuf:"varint,1,opt,name=fence,proto3" json:"fence,omitempty"`
 	Claims []*Claim               `protobuf:"bytes,2,rep,name=claims,proto3" json:"claims,omitempty"`
 	// True when this answer replays an earlier identical request.
-	Replayed      bool `protobuf:"varint,3,opt,name=replayed,proto3" json:"replayed,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Replayed bool `protobuf:"varint,3,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	// Pools: the units sold.
+	Units []*PoolTake `protobuf:"bytes,4,rep,name=units,proto3" json:"units,omitempty"`
+	// Pools: when the sale was committed.
+	ConfirmedAtUnixMs int64 `protobuf:"varint,5,opt,name=confirmed_at_unix_ms,json=confirmedAtUnixMs,proto3" json:"confirmed_at_unix_ms,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ConfirmResponse) Reset() {
 	*x = ConfirmResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[12]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1354,7 +1516,7 @@ func (x *ConfirmResponse) String() string {
 func (*ConfirmResponse) ProtoMessage() {}
 
 func (x *ConfirmResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[12]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1367,7 +1529,7 @@ func (x *ConfirmResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConfirmResponse.ProtoReflect.Descriptor instead.
 func (*ConfirmResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{12}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ConfirmResponse) GetFence() uint64 {
@@ -1391,6 +1553,20 @@ func (x *ConfirmResponse) GetReplayed() bool {
 	return false
 }
 
+func (x *ConfirmResponse) GetUnits() []*PoolTake {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
+func (x *ConfirmResponse) GetConfirmedAtUnixMs() int64 {
+	if x != nil {
+		return x.ConfirmedAtUnixMs
+	}
+	return 0
+}
+
 type CancelRequest struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Namespace      string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -1402,14 +1578,17 @@ type CancelRequest struct {
 	// request applies to every leg of the trip from from_stop to to_stop of
 	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
 	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
-	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	Segment *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	// Pools: the units to give back, out of those sold under `reference`
+	// (instead of `ids`).
+	Units         []*PoolTake `protobuf:"bytes,6,rep,name=units,proto3" json:"units,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CancelRequest) Reset() {
 	*x = CancelRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[13]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1600,7 @@ func (x *CancelRequest) String() string {
 func (*CancelRequest) ProtoMessage() {}
 
 func (x *CancelRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[13]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1613,7 @@ func (x *CancelRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelRequest.ProtoReflect.Descriptor instead.
 func (*CancelRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{13}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelRequest) GetNamespace() string {
@@ -1479,17 +1658,27 @@ func (x *CancelRequest) GetSegment() *Segment {
 	return nil
 }
 
+func (x *CancelRequest) GetUnits() []*PoolTake {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
 type CancelResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cancelled     uint32                 `protobuf:"varint,1,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
-	Replayed      bool                   `protobuf:"varint,2,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ids cancelled; pools: units given back.
+	Cancelled uint32 `protobuf:"varint,1,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	Replayed  bool   `protobuf:"varint,2,opt,name=replayed,proto3" json:"replayed,omitempty"`
+	// Pools: the units given back.
+	Units         []*PoolTake `protobuf:"bytes,3,rep,name=units,proto3" json:"units,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CancelResponse) Reset() {
 	*x = CancelResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[14]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1501,7 +1690,7 @@ func (x *CancelResponse) String() string {
 func (*CancelResponse) ProtoMessage() {}
 
 func (x *CancelResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[14]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1514,7 +1703,7 @@ func (x *CancelResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelResponse.ProtoReflect.Descriptor instead.
 func (*CancelResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{14}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelResponse) GetCancelled() uint32 {
@@ -1531,6 +1720,13 @@ func (x *CancelResponse) GetReplayed() bool {
 	return false
 }
 
+func (x *CancelResponse) GetUnits() []*PoolTake {
+	if x != nil {
+		return x.Units
+	}
+	return nil
+}
+
 type StatusRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
@@ -1542,14 +1738,16 @@ type StatusRequest struct {
 	// request applies to every leg of the trip from from_stop to to_stop of
 	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
 	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
-	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	Segment *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	// Pools: the pools to report (instead of `ids`).
+	Pools         []string `protobuf:"bytes,5,rep,name=pools,proto3" json:"pools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[15]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1759,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[15]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1772,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{15}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *StatusRequest) GetNamespace() string {
@@ -1612,6 +1810,13 @@ func (x *StatusRequest) GetSegment() *Segment {
 	return nil
 }
 
+func (x *StatusRequest) GetPools() []string {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
 type ResourceStatus struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1626,7 +1831,7 @@ type ResourceStatus struct {
 
 func (x *ResourceStatus) Reset() {
 	*x = ResourceStatus{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[16]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1638,7 +1843,7 @@ func (x *ResourceStatus) String() string {
 func (*ResourceStatus) ProtoMessage() {}
 
 func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[16]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1651,7 +1856,7 @@ func (x *ResourceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResourceStatus.ProtoReflect.Descriptor instead.
 func (*ResourceStatus) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{16}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ResourceStatus) GetId() string {
@@ -1683,15 +1888,17 @@ func (x *ResourceStatus) GetOwned() bool {
 }
 
 type StatusResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Resources     []*ResourceStatus      `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Resources []*ResourceStatus      `protobuf:"bytes,1,rep,name=resources,proto3" json:"resources,omitempty"`
+	// Pools: one per pool asked for.
+	Pools         []*PoolStatus `protobuf:"bytes,2,rep,name=pools,proto3" json:"pools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[17]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1910,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[17]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1923,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{17}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StatusResponse) GetResources() []*ResourceStatus {
@@ -1724,6 +1931,422 @@ func (x *StatusResponse) GetResources() []*ResourceStatus {
 		return x.Resources
 	}
 	return nil
+}
+
+func (x *StatusResponse) GetPools() []*PoolStatus {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
+// A pool as Redis sees it now (capacity and sold mirrored from PostgreSQL).
+type PoolStatus struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Pool     string                 `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	Capacity uint64                 `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Sold     uint64                 `protobuf:"varint,3,opt,name=sold,proto3" json:"sold,omitempty"`
+	// Units in live holds.
+	Held uint64 `protobuf:"varint,4,opt,name=held,proto3" json:"held,omitempty"`
+	// capacity - sold - held (0 when that is negative: capacity lowered
+	// below what is sold and held).
+	Free uint64 `protobuf:"varint,5,opt,name=free,proto3" json:"free,omitempty"`
+	// Units the request's token holds in this pool.
+	Owned uint32 `protobuf:"varint,6,opt,name=owned,proto3" json:"owned,omitempty"`
+	// Remaining TTL of the token's hold in ms (0 when it holds none).
+	TtlMs         int64 `protobuf:"varint,7,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PoolStatus) Reset() {
+	*x = PoolStatus{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolStatus) ProtoMessage() {}
+
+func (x *PoolStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolStatus.ProtoReflect.Descriptor instead.
+func (*PoolStatus) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *PoolStatus) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *PoolStatus) GetCapacity() uint64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *PoolStatus) GetSold() uint64 {
+	if x != nil {
+		return x.Sold
+	}
+	return 0
+}
+
+func (x *PoolStatus) GetHeld() uint64 {
+	if x != nil {
+		return x.Held
+	}
+	return 0
+}
+
+func (x *PoolStatus) GetFree() uint64 {
+	if x != nil {
+		return x.Free
+	}
+	return 0
+}
+
+func (x *PoolStatus) GetOwned() uint32 {
+	if x != nil {
+		return x.Owned
+	}
+	return 0
+}
+
+func (x *PoolStatus) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type SetCapacityRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Partition string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The pool ([A-Za-z0-9._-], 1-128 bytes); empty with partition_default.
+	Pool string `protobuf:"bytes,3,opt,name=pool,proto3" json:"pool,omitempty"`
+	// Units the pool may sell in total (sold included), 0..1000000000000.
+	Capacity uint64 `protobuf:"varint,4,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	// Set the partition's default instead: the capacity of every pool of the
+	// partition that has none of its own (e.g. 1 for per-user pools).
+	PartitionDefault bool `protobuf:"varint,5,opt,name=partition_default,json=partitionDefault,proto3" json:"partition_default,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *SetCapacityRequest) Reset() {
+	*x = SetCapacityRequest{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCapacityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCapacityRequest) ProtoMessage() {}
+
+func (x *SetCapacityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCapacityRequest.ProtoReflect.Descriptor instead.
+func (*SetCapacityRequest) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SetCapacityRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *SetCapacityRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *SetCapacityRequest) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *SetCapacityRequest) GetCapacity() uint64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *SetCapacityRequest) GetPartitionDefault() bool {
+	if x != nil {
+		return x.PartitionDefault
+	}
+	return false
+}
+
+type SetCapacityResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Pool          *PoolCapacity          `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetCapacityResponse) Reset() {
+	*x = SetCapacityResponse{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetCapacityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetCapacityResponse) ProtoMessage() {}
+
+func (x *SetCapacityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetCapacityResponse.ProtoReflect.Descriptor instead.
+func (*SetCapacityResponse) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SetCapacityResponse) GetPool() *PoolCapacity {
+	if x != nil {
+		return x.Pool
+	}
+	return nil
+}
+
+type GetCapacityRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Partition string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// 0..max_ids pools.
+	Pools         []string `protobuf:"bytes,3,rep,name=pools,proto3" json:"pools,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCapacityRequest) Reset() {
+	*x = GetCapacityRequest{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCapacityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCapacityRequest) ProtoMessage() {}
+
+func (x *GetCapacityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCapacityRequest.ProtoReflect.Descriptor instead.
+func (*GetCapacityRequest) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *GetCapacityRequest) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *GetCapacityRequest) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *GetCapacityRequest) GetPools() []string {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
+type GetCapacityResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Pools []*PoolCapacity        `protobuf:"bytes,1,rep,name=pools,proto3" json:"pools,omitempty"`
+	// The partition's default capacity (0 when none was set).
+	DefaultCapacity uint64 `protobuf:"varint,2,opt,name=default_capacity,json=defaultCapacity,proto3" json:"default_capacity,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *GetCapacityResponse) Reset() {
+	*x = GetCapacityResponse{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCapacityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCapacityResponse) ProtoMessage() {}
+
+func (x *GetCapacityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCapacityResponse.ProtoReflect.Descriptor instead.
+func (*GetCapacityResponse) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetCapacityResponse) GetPools() []*PoolCapacity {
+	if x != nil {
+		return x.Pools
+	}
+	return nil
+}
+
+func (x *GetCapacityResponse) GetDefaultCapacity() uint64 {
+	if x != nil {
+		return x.DefaultCapacity
+	}
+	return 0
+}
+
+// A pool as PostgreSQL has it.
+type PoolCapacity struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Empty for the partition's default.
+	Pool string `protobuf:"bytes,1,opt,name=pool,proto3" json:"pool,omitempty"`
+	// The capacity in effect (its own, or the partition's default).
+	Capacity uint64 `protobuf:"varint,2,opt,name=capacity,proto3" json:"capacity,omitempty"`
+	Sold     uint64 `protobuf:"varint,3,opt,name=sold,proto3" json:"sold,omitempty"`
+	// True when the pool has no capacity of its own and follows the
+	// partition's default.
+	PartitionDefault bool `protobuf:"varint,4,opt,name=partition_default,json=partitionDefault,proto3" json:"partition_default,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *PoolCapacity) Reset() {
+	*x = PoolCapacity{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PoolCapacity) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PoolCapacity) ProtoMessage() {}
+
+func (x *PoolCapacity) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PoolCapacity.ProtoReflect.Descriptor instead.
+func (*PoolCapacity) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *PoolCapacity) GetPool() string {
+	if x != nil {
+		return x.Pool
+	}
+	return ""
+}
+
+func (x *PoolCapacity) GetCapacity() uint64 {
+	if x != nil {
+		return x.Capacity
+	}
+	return 0
+}
+
+func (x *PoolCapacity) GetSold() uint64 {
+	if x != nil {
+		return x.Sold
+	}
+	return 0
+}
+
+func (x *PoolCapacity) GetPartitionDefault() bool {
+	if x != nil {
+		return x.PartitionDefault
+	}
+	return false
 }
 
 type HealthRequest struct {
@@ -1734,7 +2357,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +2369,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +2382,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{18}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{25}
 }
 
 type HealthResponse struct {
@@ -1789,7 +2412,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +2424,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +2437,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{19}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *HealthResponse) GetLive() bool {
@@ -1902,7 +2525,7 @@ type MetricsRequest struct {
 
 func (x *MetricsRequest) Reset() {
 	*x = MetricsRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2537,7 @@ func (x *MetricsRequest) String() string {
 func (*MetricsRequest) ProtoMessage() {}
 
 func (x *MetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2550,7 @@ func (x *MetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsRequest.ProtoReflect.Descriptor instead.
 func (*MetricsRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{20}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{27}
 }
 
 type MetricsResponse struct {
@@ -1940,7 +2563,7 @@ type MetricsResponse struct {
 
 func (x *MetricsResponse) Reset() {
 	*x = MetricsResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2575,7 @@ func (x *MetricsResponse) String() string {
 func (*MetricsResponse) ProtoMessage() {}
 
 func (x *MetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2588,7 @@ func (x *MetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsResponse.ProtoReflect.Descriptor instead.
 func (*MetricsResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{21}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MetricsResponse) GetText() string {
@@ -1979,7 +2602,7 @@ var File_holdfast_v1_holdfast_proto protoreflect.FileDescriptor
 
 const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\n" +
-	"\x1aholdfast/v1/holdfast.proto\x12\vholdfast.v1\"\x9c\x04\n" +
+	"\x1aholdfast/v1/holdfast.proto\x12\vholdfast.v1\"\xa8\x05\n" +
 	"\aRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
 	"\x0ecorrelation_id\x18\x02 \x01(\tR\rcorrelationId\x12\x1d\n" +
@@ -1993,8 +2616,10 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x06cancel\x18\x0e \x01(\v2\x1a.holdfast.v1.CancelRequestH\x00R\x06cancel\x124\n" +
 	"\x06status\x18\x0f \x01(\v2\x1a.holdfast.v1.StatusRequestH\x00R\x06status\x124\n" +
 	"\x06health\x18\x10 \x01(\v2\x1a.holdfast.v1.HealthRequestH\x00R\x06health\x127\n" +
-	"\ametrics\x18\x11 \x01(\v2\x1b.holdfast.v1.MetricsRequestH\x00R\ametricsB\b\n" +
-	"\x06method\"\x93\x05\n" +
+	"\ametrics\x18\x11 \x01(\v2\x1b.holdfast.v1.MetricsRequestH\x00R\ametrics\x12D\n" +
+	"\fset_capacity\x18\x12 \x01(\v2\x1f.holdfast.v1.SetCapacityRequestH\x00R\vsetCapacity\x12D\n" +
+	"\fget_capacity\x18\x13 \x01(\v2\x1f.holdfast.v1.GetCapacityRequestH\x00R\vgetCapacityB\b\n" +
+	"\x06method\"\xa1\x06\n" +
 	"\bResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
 	"\x0ecorrelation_id\x18\x02 \x01(\tR\rcorrelationId\x12%\n" +
@@ -2010,7 +2635,9 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x06cancel\x18\x0e \x01(\v2\x1b.holdfast.v1.CancelResponseH\x00R\x06cancel\x125\n" +
 	"\x06status\x18\x0f \x01(\v2\x1b.holdfast.v1.StatusResponseH\x00R\x06status\x125\n" +
 	"\x06health\x18\x10 \x01(\v2\x1b.holdfast.v1.HealthResponseH\x00R\x06health\x128\n" +
-	"\ametrics\x18\x11 \x01(\v2\x1c.holdfast.v1.MetricsResponseH\x00R\ametricsB\b\n" +
+	"\ametrics\x18\x11 \x01(\v2\x1c.holdfast.v1.MetricsResponseH\x00R\ametrics\x12E\n" +
+	"\fset_capacity\x18\x12 \x01(\v2 .holdfast.v1.SetCapacityResponseH\x00R\vsetCapacity\x12E\n" +
+	"\fget_capacity\x18\x13 \x01(\v2 .holdfast.v1.GetCapacityResponseH\x00R\vgetCapacityB\b\n" +
 	"\x06result\"D\n" +
 	"\vErrorDetail\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1f\n" +
@@ -2018,34 +2645,40 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"resourceId\"?\n" +
 	"\aSegment\x12\x1b\n" +
 	"\tfrom_stop\x18\x01 \x01(\rR\bfromStop\x12\x17\n" +
-	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\xa2\x01\n" +
+	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\xcf\x01\n" +
 	"\vHoldRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\rR\x05ttlMs\x12.\n" +
-	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"Q\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12+\n" +
+	"\x05units\x18\x05 \x03(\v2\x15.holdfast.v1.PoolTakeR\x05units\"4\n" +
+	"\bPoolTake\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\rR\x05count\"Q\n" +
 	"\fHoldResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x14\n" +
 	"\x05fence\x18\x02 \x01(\x04R\x05fence\x12\x15\n" +
-	"\x06ttl_ms\x18\x03 \x01(\rR\x05ttlMs\"\xba\x01\n" +
+	"\x06ttl_ms\x18\x03 \x01(\rR\x05ttlMs\"\xd0\x01\n" +
 	"\rExtendRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12\x15\n" +
 	"\x06ttl_ms\x18\x05 \x01(\rR\x05ttlMs\x12.\n" +
-	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"'\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12\x14\n" +
+	"\x05pools\x18\x06 \x03(\tR\x05pools\"'\n" +
 	"\x0eExtendResponse\x12\x15\n" +
-	"\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"\xa4\x01\n" +
+	"\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"\xba\x01\n" +
 	"\x0eReleaseRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12.\n" +
-	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"-\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12\x14\n" +
+	"\x05pools\x18\x05 \x03(\tR\x05pools\"-\n" +
 	"\x0fReleaseResponse\x12\x1a\n" +
-	"\breleased\x18\x01 \x01(\rR\breleased\"\x85\x02\n" +
+	"\breleased\x18\x01 \x01(\rR\breleased\"\xb2\x02\n" +
 	"\x0eConfirmRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
@@ -2054,40 +2687,76 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x0fidempotency_key\x18\x05 \x01(\tR\x0eidempotencyKey\x12\x1c\n" +
 	"\treference\x18\x06 \x01(\tR\treference\x12\x18\n" +
 	"\apayload\x18\a \x01(\fR\apayload\x12.\n" +
-	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"\x8d\x01\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12+\n" +
+	"\x05units\x18\b \x03(\v2\x15.holdfast.v1.PoolTakeR\x05units\"\x8d\x01\n" +
 	"\x05Claim\x12\x1f\n" +
 	"\vresource_id\x18\x01 \x01(\tR\n" +
 	"resourceId\x12\x14\n" +
 	"\x05fence\x18\x02 \x01(\x04R\x05fence\x12\x1c\n" +
 	"\treference\x18\x03 \x01(\tR\treference\x12/\n" +
-	"\x14confirmed_at_unix_ms\x18\x04 \x01(\x03R\x11confirmedAtUnixMs\"o\n" +
+	"\x14confirmed_at_unix_ms\x18\x04 \x01(\x03R\x11confirmedAtUnixMs\"\xcd\x01\n" +
 	"\x0fConfirmResponse\x12\x14\n" +
 	"\x05fence\x18\x01 \x01(\x04R\x05fence\x12*\n" +
 	"\x06claims\x18\x02 \x03(\v2\x12.holdfast.v1.ClaimR\x06claims\x12\x1a\n" +
-	"\breplayed\x18\x03 \x01(\bR\breplayed\"\xd4\x01\n" +
+	"\breplayed\x18\x03 \x01(\bR\breplayed\x12+\n" +
+	"\x05units\x18\x04 \x03(\v2\x15.holdfast.v1.PoolTakeR\x05units\x12/\n" +
+	"\x14confirmed_at_unix_ms\x18\x05 \x01(\x03R\x11confirmedAtUnixMs\"\x81\x02\n" +
 	"\rCancelRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12'\n" +
 	"\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12\x1c\n" +
 	"\treference\x18\x05 \x01(\tR\treference\x12.\n" +
-	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"J\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12+\n" +
+	"\x05units\x18\x06 \x03(\v2\x15.holdfast.v1.PoolTakeR\x05units\"w\n" +
 	"\x0eCancelResponse\x12\x1c\n" +
 	"\tcancelled\x18\x01 \x01(\rR\tcancelled\x12\x1a\n" +
-	"\breplayed\x18\x02 \x01(\bR\breplayed\"\xa3\x01\n" +
+	"\breplayed\x18\x02 \x01(\bR\breplayed\x12+\n" +
+	"\x05units\x18\x03 \x03(\v2\x15.holdfast.v1.PoolTakeR\x05units\"\xb9\x01\n" +
 	"\rStatusRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x14\n" +
 	"\x05token\x18\x04 \x01(\tR\x05token\x12.\n" +
-	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"\x7f\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12\x14\n" +
+	"\x05pools\x18\x05 \x03(\tR\x05pools\"\x7f\n" +
 	"\x0eResourceStatus\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x120\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1a.holdfast.v1.ResourceStateR\x05state\x12\x15\n" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x14\n" +
-	"\x05owned\x18\x04 \x01(\bR\x05owned\"K\n" +
+	"\x05owned\x18\x04 \x01(\bR\x05owned\"z\n" +
 	"\x0eStatusResponse\x129\n" +
-	"\tresources\x18\x01 \x03(\v2\x1b.holdfast.v1.ResourceStatusR\tresources\"\x0f\n" +
+	"\tresources\x18\x01 \x03(\v2\x1b.holdfast.v1.ResourceStatusR\tresources\x12-\n" +
+	"\x05pools\x18\x02 \x03(\v2\x17.holdfast.v1.PoolStatusR\x05pools\"\xa5\x01\n" +
+	"\n" +
+	"PoolStatus\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x1a\n" +
+	"\bcapacity\x18\x02 \x01(\x04R\bcapacity\x12\x12\n" +
+	"\x04sold\x18\x03 \x01(\x04R\x04sold\x12\x12\n" +
+	"\x04held\x18\x04 \x01(\x04R\x04held\x12\x12\n" +
+	"\x04free\x18\x05 \x01(\x04R\x04free\x12\x14\n" +
+	"\x05owned\x18\x06 \x01(\rR\x05owned\x12\x15\n" +
+	"\x06ttl_ms\x18\a \x01(\x03R\x05ttlMs\"\xad\x01\n" +
+	"\x12SetCapacityRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x12\n" +
+	"\x04pool\x18\x03 \x01(\tR\x04pool\x12\x1a\n" +
+	"\bcapacity\x18\x04 \x01(\x04R\bcapacity\x12+\n" +
+	"\x11partition_default\x18\x05 \x01(\bR\x10partitionDefault\"D\n" +
+	"\x13SetCapacityResponse\x12-\n" +
+	"\x04pool\x18\x01 \x01(\v2\x19.holdfast.v1.PoolCapacityR\x04pool\"f\n" +
+	"\x12GetCapacityRequest\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x14\n" +
+	"\x05pools\x18\x03 \x03(\tR\x05pools\"q\n" +
+	"\x13GetCapacityResponse\x12/\n" +
+	"\x05pools\x18\x01 \x03(\v2\x19.holdfast.v1.PoolCapacityR\x05pools\x12)\n" +
+	"\x10default_capacity\x18\x02 \x01(\x04R\x0fdefaultCapacity\"\x7f\n" +
+	"\fPoolCapacity\x12\x12\n" +
+	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x1a\n" +
+	"\bcapacity\x18\x02 \x01(\x04R\bcapacity\x12\x12\n" +
+	"\x04sold\x18\x03 \x01(\x04R\x04sold\x12+\n" +
+	"\x11partition_default\x18\x04 \x01(\bR\x10partitionDefault\"\x0f\n" +
 	"\rHealthRequest\"\xbf\x02\n" +
 	"\x0eHealthResponse\x12\x12\n" +
 	"\x04live\x18\x01 \x01(\bR\x04live\x12\x14\n" +
@@ -2131,7 +2800,7 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x1aRESOURCE_STATE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RESOURCE_STATE_FREE\x10\x01\x12\x17\n" +
 	"\x13RESOURCE_STATE_HELD\x10\x02\x12\x1c\n" +
-	"\x18RESOURCE_STATE_CONFIRMED\x10\x032\xa5\x04\n" +
+	"\x18RESOURCE_STATE_CONFIRMED\x10\x032\xc9\x05\n" +
 	"\bHoldfast\x12;\n" +
 	"\x04Hold\x12\x18.holdfast.v1.HoldRequest\x1a\x19.holdfast.v1.HoldResponse\x12A\n" +
 	"\x06Extend\x12\x1a.holdfast.v1.ExtendRequest\x1a\x1b.holdfast.v1.ExtendResponse\x12D\n" +
@@ -2140,7 +2809,9 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x06Cancel\x12\x1a.holdfast.v1.CancelRequest\x1a\x1b.holdfast.v1.CancelResponse\x12A\n" +
 	"\x06Status\x12\x1a.holdfast.v1.StatusRequest\x1a\x1b.holdfast.v1.StatusResponse\x12A\n" +
 	"\x06Health\x12\x1a.holdfast.v1.HealthRequest\x1a\x1b.holdfast.v1.HealthResponse\x12D\n" +
-	"\aMetrics\x12\x1b.holdfast.v1.MetricsRequest\x1a\x1c.holdfast.v1.MetricsResponseBa\n" +
+	"\aMetrics\x12\x1b.holdfast.v1.MetricsRequest\x1a\x1c.holdfast.v1.MetricsResponse\x12P\n" +
+	"\vSetCapacity\x12\x1f.holdfast.v1.SetCapacityRequest\x1a .holdfast.v1.SetCapacityResponse\x12P\n" +
+	"\vGetCapacity\x12\x1f.holdfast.v1.GetCapacityRequest\x1a .holdfast.v1.GetCapacityResponseBa\n" +
 	"\x0fdev.holdfast.v1B\rHoldfastProtoP\x01Z=github.com/holdfast/holdfast/clients/go/holdfastpb;holdfastpbb\x06proto3"
 
 var (
@@ -2156,82 +2827,105 @@ func file_holdfast_v1_holdfast_proto_rawDescGZIP() []byte {
 }
 
 var file_holdfast_v1_holdfast_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_holdfast_v1_holdfast_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_holdfast_v1_holdfast_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_holdfast_v1_holdfast_proto_goTypes = []any{
-	(Code)(0),               // 0: holdfast.v1.Code
-	(ResourceState)(0),      // 1: holdfast.v1.ResourceState
-	(*Request)(nil),         // 2: holdfast.v1.Request
-	(*Response)(nil),        // 3: holdfast.v1.Response
-	(*ErrorDetail)(nil),     // 4: holdfast.v1.ErrorDetail
-	(*Segment)(nil),         // 5: holdfast.v1.Segment
-	(*HoldRequest)(nil),     // 6: holdfast.v1.HoldRequest
-	(*HoldResponse)(nil),    // 7: holdfast.v1.HoldResponse
-	(*ExtendRequest)(nil),   // 8: holdfast.v1.ExtendRequest
-	(*ExtendResponse)(nil),  // 9: holdfast.v1.ExtendResponse
-	(*ReleaseRequest)(nil),  // 10: holdfast.v1.ReleaseRequest
-	(*ReleaseResponse)(nil), // 11: holdfast.v1.ReleaseResponse
-	(*ConfirmRequest)(nil),  // 12: holdfast.v1.ConfirmRequest
-	(*Claim)(nil),           // 13: holdfast.v1.Claim
-	(*ConfirmResponse)(nil), // 14: holdfast.v1.ConfirmResponse
-	(*CancelRequest)(nil),   // 15: holdfast.v1.CancelRequest
-	(*CancelResponse)(nil),  // 16: holdfast.v1.CancelResponse
-	(*StatusRequest)(nil),   // 17: holdfast.v1.StatusRequest
-	(*ResourceStatus)(nil),  // 18: holdfast.v1.ResourceStatus
-	(*StatusResponse)(nil),  // 19: holdfast.v1.StatusResponse
-	(*HealthRequest)(nil),   // 20: holdfast.v1.HealthRequest
-	(*HealthResponse)(nil),  // 21: holdfast.v1.HealthResponse
-	(*MetricsRequest)(nil),  // 22: holdfast.v1.MetricsRequest
-	(*MetricsResponse)(nil), // 23: holdfast.v1.MetricsResponse
+	(Code)(0),                   // 0: holdfast.v1.Code
+	(ResourceState)(0),          // 1: holdfast.v1.ResourceState
+	(*Request)(nil),             // 2: holdfast.v1.Request
+	(*Response)(nil),            // 3: holdfast.v1.Response
+	(*ErrorDetail)(nil),         // 4: holdfast.v1.ErrorDetail
+	(*Segment)(nil),             // 5: holdfast.v1.Segment
+	(*HoldRequest)(nil),         // 6: holdfast.v1.HoldRequest
+	(*PoolTake)(nil),            // 7: holdfast.v1.PoolTake
+	(*HoldResponse)(nil),        // 8: holdfast.v1.HoldResponse
+	(*ExtendRequest)(nil),       // 9: holdfast.v1.ExtendRequest
+	(*ExtendResponse)(nil),      // 10: holdfast.v1.ExtendResponse
+	(*ReleaseRequest)(nil),      // 11: holdfast.v1.ReleaseRequest
+	(*ReleaseResponse)(nil),     // 12: holdfast.v1.ReleaseResponse
+	(*ConfirmRequest)(nil),      // 13: holdfast.v1.ConfirmRequest
+	(*Claim)(nil),               // 14: holdfast.v1.Claim
+	(*ConfirmResponse)(nil),     // 15: holdfast.v1.ConfirmResponse
+	(*CancelRequest)(nil),       // 16: holdfast.v1.CancelRequest
+	(*CancelResponse)(nil),      // 17: holdfast.v1.CancelResponse
+	(*StatusRequest)(nil),       // 18: holdfast.v1.StatusRequest
+	(*ResourceStatus)(nil),      // 19: holdfast.v1.ResourceStatus
+	(*StatusResponse)(nil),      // 20: holdfast.v1.StatusResponse
+	(*PoolStatus)(nil),          // 21: holdfast.v1.PoolStatus
+	(*SetCapacityRequest)(nil),  // 22: holdfast.v1.SetCapacityRequest
+	(*SetCapacityResponse)(nil), // 23: holdfast.v1.SetCapacityResponse
+	(*GetCapacityRequest)(nil),  // 24: holdfast.v1.GetCapacityRequest
+	(*GetCapacityResponse)(nil), // 25: holdfast.v1.GetCapacityResponse
+	(*PoolCapacity)(nil),        // 26: holdfast.v1.PoolCapacity
+	(*HealthRequest)(nil),       // 27: holdfast.v1.HealthRequest
+	(*HealthResponse)(nil),      // 28: holdfast.v1.HealthResponse
+	(*MetricsRequest)(nil),      // 29: holdfast.v1.MetricsRequest
+	(*MetricsResponse)(nil),     // 30: holdfast.v1.MetricsResponse
 }
 var file_holdfast_v1_holdfast_proto_depIdxs = []int32{
 	6,  // 0: holdfast.v1.Request.hold:type_name -> holdfast.v1.HoldRequest
-	8,  // 1: holdfast.v1.Request.extend:type_name -> holdfast.v1.ExtendRequest
-	10, // 2: holdfast.v1.Request.release:type_name -> holdfast.v1.ReleaseRequest
-	12, // 3: holdfast.v1.Request.confirm:type_name -> holdfast.v1.ConfirmRequest
-	15, // 4: holdfast.v1.Request.cancel:type_name -> holdfast.v1.CancelRequest
-	17, // 5: holdfast.v1.Request.status:type_name -> holdfast.v1.StatusRequest
-	20, // 6: holdfast.v1.Request.health:type_name -> holdfast.v1.HealthRequest
-	22, // 7: holdfast.v1.Request.metrics:type_name -> holdfast.v1.MetricsRequest
-	0,  // 8: holdfast.v1.Response.code:type_name -> holdfast.v1.Code
-	4,  // 9: holdfast.v1.Response.error:type_name -> holdfast.v1.ErrorDetail
-	7,  // 10: holdfast.v1.Response.hold:type_name -> holdfast.v1.HoldResponse
-	9,  // 11: holdfast.v1.Response.extend:type_name -> holdfast.v1.ExtendResponse
-	11, // 12: holdfast.v1.Response.release:type_name -> holdfast.v1.ReleaseResponse
-	14, // 13: holdfast.v1.Response.confirm:type_name -> holdfast.v1.ConfirmResponse
-	16, // 14: holdfast.v1.Response.cancel:type_name -> holdfast.v1.CancelResponse
-	19, // 15: holdfast.v1.Response.status:type_name -> holdfast.v1.StatusResponse
-	21, // 16: holdfast.v1.Response.health:type_name -> holdfast.v1.HealthResponse
-	23, // 17: holdfast.v1.Response.metrics:type_name -> holdfast.v1.MetricsResponse
-	5,  // 18: holdfast.v1.HoldRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 19: holdfast.v1.ExtendRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 20: holdfast.v1.ReleaseRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 21: holdfast.v1.ConfirmRequest.segment:type_name -> holdfast.v1.Segment
-	13, // 22: holdfast.v1.ConfirmResponse.claims:type_name -> holdfast.v1.Claim
-	5,  // 23: holdfast.v1.CancelRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 24: holdfast.v1.StatusRequest.segment:type_name -> holdfast.v1.Segment
-	1,  // 25: holdfast.v1.ResourceStatus.state:type_name -> holdfast.v1.ResourceState
-	18, // 26: holdfast.v1.StatusResponse.resources:type_name -> holdfast.v1.ResourceStatus
-	6,  // 27: holdfast.v1.Holdfast.Hold:input_type -> holdfast.v1.HoldRequest
-	8,  // 28: holdfast.v1.Holdfast.Extend:input_type -> holdfast.v1.ExtendRequest
-	10, // 29: holdfast.v1.Holdfast.Release:input_type -> holdfast.v1.ReleaseRequest
-	12, // 30: holdfast.v1.Holdfast.Confirm:input_type -> holdfast.v1.ConfirmRequest
-	15, // 31: holdfast.v1.Holdfast.Cancel:input_type -> holdfast.v1.CancelRequest
-	17, // 32: holdfast.v1.Holdfast.Status:input_type -> holdfast.v1.StatusRequest
-	20, // 33: holdfast.v1.Holdfast.Health:input_type -> holdfast.v1.HealthRequest
-	22, // 34: holdfast.v1.Holdfast.Metrics:input_type -> holdfast.v1.MetricsRequest
-	7,  // 35: holdfast.v1.Holdfast.Hold:output_type -> holdfast.v1.HoldResponse
-	9,  // 36: holdfast.v1.Holdfast.Extend:output_type -> holdfast.v1.ExtendResponse
-	11, // 37: holdfast.v1.Holdfast.Release:output_type -> holdfast.v1.ReleaseResponse
-	14, // 38: holdfast.v1.Holdfast.Confirm:output_type -> holdfast.v1.ConfirmResponse
-	16, // 39: holdfast.v1.Holdfast.Cancel:output_type -> holdfast.v1.CancelResponse
-	19, // 40: holdfast.v1.Holdfast.Status:output_type -> holdfast.v1.StatusResponse
-	21, // 41: holdfast.v1.Holdfast.Health:output_type -> holdfast.v1.HealthResponse
-	23, // 42: holdfast.v1.Holdfast.Metrics:output_type -> holdfast.v1.MetricsResponse
-	35, // [35:43] is the sub-list for method output_type
-	27, // [27:35] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	9,  // 1: holdfast.v1.Request.extend:type_name -> holdfast.v1.ExtendRequest
+	11, // 2: holdfast.v1.Request.release:type_name -> holdfast.v1.ReleaseRequest
+	13, // 3: holdfast.v1.Request.confirm:type_name -> holdfast.v1.ConfirmRequest
+	16, // 4: holdfast.v1.Request.cancel:type_name -> holdfast.v1.CancelRequest
+	18, // 5: holdfast.v1.Request.status:type_name -> holdfast.v1.StatusRequest
+	27, // 6: holdfast.v1.Request.health:type_name -> holdfast.v1.HealthRequest
+	29, // 7: holdfast.v1.Request.metrics:type_name -> holdfast.v1.MetricsRequest
+	22, // 8: holdfast.v1.Request.set_capacity:type_name -> holdfast.v1.SetCapacityRequest
+	24, // 9: holdfast.v1.Request.get_capacity:type_name -> holdfast.v1.GetCapacityRequest
+	0,  // 10: holdfast.v1.Response.code:type_name -> holdfast.v1.Code
+	4,  // 11: holdfast.v1.Response.error:type_name -> holdfast.v1.ErrorDetail
+	8,  // 12: holdfast.v1.Response.hold:type_name -> holdfast.v1.HoldResponse
+	10, // 13: holdfast.v1.Response.extend:type_name -> holdfast.v1.ExtendResponse
+	12, // 14: holdfast.v1.Response.release:type_name -> holdfast.v1.ReleaseResponse
+	15, // 15: holdfast.v1.Response.confirm:type_name -> holdfast.v1.ConfirmResponse
+	17, // 16: holdfast.v1.Response.cancel:type_name -> holdfast.v1.CancelResponse
+	20, // 17: holdfast.v1.Response.status:type_name -> holdfast.v1.StatusResponse
+	28, // 18: holdfast.v1.Response.health:type_name -> holdfast.v1.HealthResponse
+	30, // 19: holdfast.v1.Response.metrics:type_name -> holdfast.v1.MetricsResponse
+	23, // 20: holdfast.v1.Response.set_capacity:type_name -> holdfast.v1.SetCapacityResponse
+	25, // 21: holdfast.v1.Response.get_capacity:type_name -> holdfast.v1.GetCapacityResponse
+	5,  // 22: holdfast.v1.HoldRequest.segment:type_name -> holdfast.v1.Segment
+	7,  // 23: holdfast.v1.HoldRequest.units:type_name -> holdfast.v1.PoolTake
+	5,  // 24: holdfast.v1.ExtendRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 25: holdfast.v1.ReleaseRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 26: holdfast.v1.ConfirmRequest.segment:type_name -> holdfast.v1.Segment
+	7,  // 27: holdfast.v1.ConfirmRequest.units:type_name -> holdfast.v1.PoolTake
+	14, // 28: holdfast.v1.ConfirmResponse.claims:type_name -> holdfast.v1.Claim
+	7,  // 29: holdfast.v1.ConfirmResponse.units:type_name -> holdfast.v1.PoolTake
+	5,  // 30: holdfast.v1.CancelRequest.segment:type_name -> holdfast.v1.Segment
+	7,  // 31: holdfast.v1.CancelRequest.units:type_name -> holdfast.v1.PoolTake
+	7,  // 32: holdfast.v1.CancelResponse.units:type_name -> holdfast.v1.PoolTake
+	5,  // 33: holdfast.v1.StatusRequest.segment:type_name -> holdfast.v1.Segment
+	1,  // 34: holdfast.v1.ResourceStatus.state:type_name -> holdfast.v1.ResourceState
+	19, // 35: holdfast.v1.StatusResponse.resources:type_name -> holdfast.v1.ResourceStatus
+	21, // 36: holdfast.v1.StatusResponse.pools:type_name -> holdfast.v1.PoolStatus
+	26, // 37: holdfast.v1.SetCapacityResponse.pool:type_name -> holdfast.v1.PoolCapacity
+	26, // 38: holdfast.v1.GetCapacityResponse.pools:type_name -> holdfast.v1.PoolCapacity
+	6,  // 39: holdfast.v1.Holdfast.Hold:input_type -> holdfast.v1.HoldRequest
+	9,  // 40: holdfast.v1.Holdfast.Extend:input_type -> holdfast.v1.ExtendRequest
+	11, // 41: holdfast.v1.Holdfast.Release:input_type -> holdfast.v1.ReleaseRequest
+	13, // 42: holdfast.v1.Holdfast.Confirm:input_type -> holdfast.v1.ConfirmRequest
+	16, // 43: holdfast.v1.Holdfast.Cancel:input_type -> holdfast.v1.CancelRequest
+	18, // 44: holdfast.v1.Holdfast.Status:input_type -> holdfast.v1.StatusRequest
+	27, // 45: holdfast.v1.Holdfast.Health:input_type -> holdfast.v1.HealthRequest
+	29, // 46: holdfast.v1.Holdfast.Metrics:input_type -> holdfast.v1.MetricsRequest
+	22, // 47: holdfast.v1.Holdfast.SetCapacity:input_type -> holdfast.v1.SetCapacityRequest
+	24, // 48: holdfast.v1.Holdfast.GetCapacity:input_type -> holdfast.v1.GetCapacityRequest
+	8,  // 49: holdfast.v1.Holdfast.Hold:output_type -> holdfast.v1.HoldResponse
+	10, // 50: holdfast.v1.Holdfast.Extend:output_type -> holdfast.v1.ExtendResponse
+	12, // 51: holdfast.v1.Holdfast.Release:output_type -> holdfast.v1.ReleaseResponse
+	15, // 52: holdfast.v1.Holdfast.Confirm:output_type -> holdfast.v1.ConfirmResponse
+	17, // 53: holdfast.v1.Holdfast.Cancel:output_type -> holdfast.v1.CancelResponse
+	20, // 54: holdfast.v1.Holdfast.Status:output_type -> holdfast.v1.StatusResponse
+	28, // 55: holdfast.v1.Holdfast.Health:output_type -> holdfast.v1.HealthResponse
+	30, // 56: holdfast.v1.Holdfast.Metrics:output_type -> holdfast.v1.MetricsResponse
+	23, // 57: holdfast.v1.Holdfast.SetCapacity:output_type -> holdfast.v1.SetCapacityResponse
+	25, // 58: holdfast.v1.Holdfast.GetCapacity:output_type -> holdfast.v1.GetCapacityResponse
+	49, // [49:59] is the sub-list for method output_type
+	39, // [39:49] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_holdfast_v1_holdfast_proto_init() }
@@ -2248,6 +2942,8 @@ func file_holdfast_v1_holdfast_proto_init() {
 		(*Request_Status)(nil),
 		(*Request_Health)(nil),
 		(*Request_Metrics)(nil),
+		(*Request_SetCapacity)(nil),
+		(*Request_GetCapacity)(nil),
 	}
 	file_holdfast_v1_holdfast_proto_msgTypes[1].OneofWrappers = []any{
 		(*Response_Hold)(nil),
@@ -2258,6 +2954,8 @@ func file_holdfast_v1_holdfast_proto_init() {
 		(*Response_Status)(nil),
 		(*Response_Health)(nil),
 		(*Response_Metrics)(nil),
+		(*Response_SetCapacity)(nil),
+		(*Response_GetCapacity)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2265,7 +2963,7 @@ func file_holdfast_v1_holdfast_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holdfast_v1_holdfast_proto_rawDesc), len(file_holdfast_v1_holdfast_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -9,6 +9,7 @@
 #include "ctl_args.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,8 @@ enum {
     O_TOKEN_STDIN = 1u << 7,
     O_KEY = 1u << 8,
     O_REFERENCE = 1u << 9,
+    O_POOLS = 1u << 10,
+    O_DEFAULT = 1u << 11,
 };
 /* Every command takes these, so a wrapper may always pass --socket; the
  * ones that do not talk to a daemon ignore them. */
@@ -46,6 +49,8 @@ static const struct option_def option_defs[] = {
     {"token-stdin", 0, O_TOKEN_STDIN, NULL},
     {"key", 0, O_KEY, "IDEMPOTENCY-KEY"},
     {"reference", 0, O_REFERENCE, "REF"},
+    {"pools", 0, O_POOLS, NULL},
+    {"default", 0, O_DEFAULT, NULL},
     {"help", 'h', O_HELP, NULL},
     {"version", 0, O_VERSION, NULL},
 };
@@ -63,6 +68,14 @@ struct command_def {
 };
 
 #define RESOURCES "NAMESPACE PARTITION ID..."
+/* The lines every resource command's usage ends with. */
+#define UNITS_HELP                                                                          \
+    "On a namespace of kind pools the arguments after PARTITION are units,\n"               \
+    "POOL=COUNT (e.g. adult=2 child=1), instead of IDs.\n"
+#define POOLS_HELP                                                                          \
+    "On a namespace of kind pools the arguments after PARTITION are the hold's\n"           \
+    "pools: POOL or POOL=COUNT (the count is not used), or bare names with --pools.\n"      \
+    "  --pools               the arguments name pools, not IDs\n"
 
 static const struct command_def command_defs[] = {
     {"hold", HF_CTL_HOLD, O_DAEMON | O_TTL, 3, -1, HF_CTL_TOKEN_NONE,
@@ -72,20 +85,22 @@ static const struct command_def command_defs[] = {
      "token; a degraded answer (exit status 3) has none:\n"
      "  TOKEN=$(holdfastctl hold seat run-1 E7 E8 | sed -n 's/^token=//p')\n"
      "  --ttl DURATION        how long the hold lasts (default: the namespace's\n"
-     "                        default_ttl_ms)\n"},
-    {"extend", HF_CTL_EXTEND, O_DAEMON | O_TTL | O_TOKENS, 3, -1, HF_CTL_TOKEN_REQUIRED,
-     RESOURCES " TOKEN-OPTION [--ttl DURATION]", NULL,
+     "                        default_ttl_ms)\n" UNITS_HELP},
+    {"extend", HF_CTL_EXTEND, O_DAEMON | O_TTL | O_TOKENS | O_POOLS, 3, -1,
+     HF_CTL_TOKEN_REQUIRED, RESOURCES " TOKEN-OPTION [--ttl DURATION]", NULL,
      "Give the token's hold on every ID a new TTL, counted from now. Prints ttl_ms=.\n"
-     "  --ttl DURATION        the new TTL (default: the namespace's default_ttl_ms)\n"},
-    {"release", HF_CTL_RELEASE, O_DAEMON | O_TOKENS, 3, -1, HF_CTL_TOKEN_REQUIRED,
+     "  --ttl DURATION        the new TTL (default: the namespace's default_ttl_ms)\n"
+     POOLS_HELP},
+    {"release", HF_CTL_RELEASE, O_DAEMON | O_TOKENS | O_POOLS, 3, -1, HF_CTL_TOKEN_REQUIRED,
      RESOURCES " TOKEN-OPTION", NULL,
      "Give the token's hold on every ID back. Prints released=, how many of the IDs\n"
-     "the token held.\n"},
-    {"status", HF_CTL_STATUS, O_DAEMON | O_TOKENS, 3, -1, HF_CTL_TOKEN_OPTIONAL,
+     "(of a pool hold: units) the token held.\n" POOLS_HELP},
+    {"status", HF_CTL_STATUS, O_DAEMON | O_TOKENS | O_POOLS, 3, -1, HF_CTL_TOKEN_OPTIONAL,
      RESOURCES " [TOKEN-OPTION]", NULL,
      "Print one line per ID: ID state=free|held|confirmed ttl_ms=N owned=true|false;\n"
      "owned= tells whether the given token holds it. A diagnostic view, never\n"
-     "permission for anything.\n"},
+     "permission for anything. For pools, one line per pool:\n"
+     "POOL capacity=N sold=N held=N free=N owned=UNITS ttl_ms=N.\n" POOLS_HELP},
     {"confirm", HF_CTL_CONFIRM, O_DAEMON | O_TOKENS | O_KEY | O_REFERENCE, 3, -1,
      HF_CTL_TOKEN_REQUIRED, RESOURCES " TOKEN-OPTION --key IDEMPOTENCY-KEY [--reference REF]",
      NULL,
@@ -93,13 +108,28 @@ static const struct command_def command_defs[] = {
      "fence=, replayed= and one claim= line per ID; the same key again answers\n"
      "replayed=true.\n"
      "  --key IDEMPOTENCY-KEY the caller's key for this confirm, kept across retries\n"
-     "  --reference REF       stored with the claims (e.g. an order number)\n"},
+     "  --reference REF       stored with the claims (e.g. an order number)\n"
+     UNITS_HELP "For units: exactly those the token holds; prints units=POOL=COUNT lines.\n"},
     {"cancel", HF_CTL_CANCEL, O_DAEMON | O_KEY | O_REFERENCE, 3, -1, HF_CTL_TOKEN_NONE,
      RESOURCES " --key IDEMPOTENCY-KEY [--reference REF]", NULL,
      "Remove the confirmed claims on the IDs so they can be sold again. Prints\n"
      "cancelled= and replayed=.\n"
      "  --key IDEMPOTENCY-KEY the caller's key for this cancel, kept across retries\n"
-     "  --reference REF       recorded with the cancel\n"},
+     "  --reference REF       recorded with the cancel\n"
+     UNITS_HELP "For units: COUNT of the units sold under --reference go back to POOL.\n"},
+    {"set-capacity", HF_CTL_SET_CAPACITY, O_DAEMON | O_DEFAULT, 3, 4, HF_CTL_TOKEN_NONE,
+     "NAMESPACE PARTITION POOL|--default CAPACITY", NULL,
+     "Set the capacity of POOL (units it may sell in total, sold ones included) in\n"
+     "PostgreSQL; raising or lowering it, never below what is sold. Prints pool=,\n"
+     "capacity=, sold= and partition_default=.\n"
+     "  --default             set the partition's default instead: the capacity of every\n"
+     "                        pool without its own (e.g. 1 for one pool per user)\n"
+     "CAPACITY: 0 to 1000000000000.\n"},
+    {"get-capacity", HF_CTL_GET_CAPACITY, O_DAEMON, 2, -1, HF_CTL_TOKEN_NONE,
+     "NAMESPACE PARTITION [POOL...]", NULL,
+     "Print default_capacity= and one line per POOL: POOL capacity=N sold=N\n"
+     "partition_default=true|false, as PostgreSQL has them (and refresh the Redis\n"
+     "mirror with it).\n"},
     {"health", HF_CTL_HEALTH, O_DAEMON, 0, 0, HF_CTL_TOKEN_NONE, "",
      "liveness, readiness and backends",
      "Print live=, ready=, version=, redis=, postgres=, script_path=, release_path=,\n"
@@ -171,6 +201,74 @@ int hf_ctl_parse_duration(const char *option, const char *text, uint32_t *ms, ch
         return -1;
     }
     *ms = (uint32_t)(v * mult);
+    return 0;
+}
+
+int hf_ctl_parse_units(const char *cmd, const char *text, bool need_count, char *name, size_t n,
+                       uint32_t *count, char *err, size_t errlen) {
+    const char *eq = strchr(text, '=');
+    size_t len = eq ? (size_t)(eq - text) : strlen(text);
+    *count = 0;
+    if (len == 0 || len >= n) {
+        fail(err, errlen, "holdfastctl %s: '%s' is not POOL=COUNT", cmd, text);
+        return -1;
+    }
+    memcpy(name, text, len);
+    name[len] = '\0';
+    if (!eq) {
+        if (!need_count) return 0;
+        fail(err, errlen, "holdfastctl %s: '%s' needs a count (POOL=COUNT)", cmd, text);
+        return -1;
+    }
+    const char *digits = eq + 1;
+    size_t nd = strspn(digits, "0123456789");
+    unsigned long long v = 0;
+    bool ok = nd > 0 && nd <= 7 && digits[nd] == '\0';
+    if (ok) v = strtoull(digits, NULL, 10);
+    if (!ok || v == 0 || v > HF_CTL_MAX_UNITS) {
+        fail(err, errlen, "holdfastctl %s: '%s': the count must be 1 to %u", cmd, text,
+             HF_CTL_MAX_UNITS);
+        return -1;
+    }
+    *count = (uint32_t)v;
+    return 0;
+}
+
+/* The resource arguments of hold ... status as pools, when they are. */
+static int parse_pool_args(const struct command_def *c, struct hf_ctl_args *a, bool forced,
+                           char *err, size_t errlen) {
+    int n = a->n_args - 2;
+    int with_eq = 0;
+    for (int i = 0; i < n; i++) with_eq += strchr(a->args[2 + i], '=') != NULL;
+    if (!forced && with_eq == 0) return 0;
+    bool need_count = c->cmd == HF_CTL_HOLD || c->cmd == HF_CTL_CONFIRM ||
+                      c->cmd == HF_CTL_CANCEL;
+    a->pools = true;
+    a->pool_names = calloc((size_t)n, sizeof *a->pool_names);
+    a->pool_counts = calloc((size_t)n, sizeof *a->pool_counts);
+    if (!a->pool_names || !a->pool_counts) return fail(err, errlen, "holdfastctl: out of memory");
+    for (int i = 0; i < n; i++) {
+        const char *text = a->args[2 + i];
+        size_t cap = strlen(text) + 1;
+        a->pool_names[i] = malloc(cap);
+        if (!a->pool_names[i]) return fail(err, errlen, "holdfastctl: out of memory");
+        if (hf_ctl_parse_units(c->name, text, need_count, a->pool_names[i], cap,
+                               &a->pool_counts[i], err, errlen) != 0)
+            return HF_CTL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static int parse_capacity(const char *text, uint64_t *out, char *err, size_t errlen) {
+    size_t nd = strspn(text, "0123456789");
+    errno = 0;
+    unsigned long long v = nd > 0 && nd <= 13 && text[nd] == '\0' ? strtoull(text, NULL, 10)
+                                                                  : ULLONG_MAX;
+    if (v > HF_CTL_MAX_CAPACITY)
+        return fail(err, errlen,
+                    "holdfastctl set-capacity: '%s' is not a capacity (0 to %llu)", text,
+                    HF_CTL_MAX_CAPACITY);
+    *out = v;
     return 0;
 }
 
@@ -335,7 +433,11 @@ int hf_ctl_parse(int argc, char **argv, struct hf_ctl_args *a, char *err, size_t
                         "holdfastctl %s: takes no arguments (see holdfastctl %s --help)", c->name,
                         c->name);
         return fail(err, errlen, "holdfastctl %s: needs %s (see holdfastctl %s --help)", c->name,
-                    c->min_args == c->max_args ? c->synopsis : RESOURCES, c->name);
+                    c->min_args == c->max_args || strncmp(c->synopsis, RESOURCES,
+                                                          strlen(RESOURCES)) != 0
+                        ? c->synopsis
+                        : RESOURCES,
+                    c->name);
     }
     const char *v;
     if ((v = value_of(&s, O_TIMEOUT)) &&
@@ -356,10 +458,32 @@ int hf_ctl_parse(int argc, char **argv, struct hf_ctl_args *a, char *err, size_t
         return fail(err, errlen,
                     "holdfastctl %s: needs --key IDEMPOTENCY-KEY (see holdfastctl %s --help)",
                     c->name, c->name);
-    return 0;
+    switch (c->cmd) {
+    case HF_CTL_HOLD:
+    case HF_CTL_EXTEND:
+    case HF_CTL_RELEASE:
+    case HF_CTL_STATUS:
+    case HF_CTL_CONFIRM:
+    case HF_CTL_CANCEL:
+        return parse_pool_args(c, a, s.bits & O_POOLS, err, errlen);
+    case HF_CTL_SET_CAPACITY:
+        a->partition_default = s.bits & O_DEFAULT;
+        if (a->n_args != (a->partition_default ? 3 : 4))
+            return fail(err, errlen,
+                        "holdfastctl set-capacity: needs NAMESPACE PARTITION POOL CAPACITY, or "
+                        "NAMESPACE PARTITION --default CAPACITY");
+        return parse_capacity(a->args[a->n_args - 1], &a->capacity, err, errlen);
+    default:
+        return 0;
+    }
 }
 
 void hf_ctl_args_free(struct hf_ctl_args *a) {
+    for (int i = 0; a->pool_names && i < a->n_args - 2; i++) free(a->pool_names[i]);
+    free(a->pool_names);
+    free(a->pool_counts);
+    a->pool_names = NULL;
+    a->pool_counts = NULL;
     free(a->owned);
     a->owned = a->args = NULL;
     a->n_args = 0;

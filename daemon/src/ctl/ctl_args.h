@@ -32,6 +32,8 @@ enum hf_ctl_cmd {
     HF_CTL_METRICS,
     HF_CTL_CHECK_CONFIG,
     HF_CTL_HELP,
+    HF_CTL_SET_CAPACITY, /* pools (docs/pools.md) */
+    HF_CTL_GET_CAPACITY,
 };
 
 /* Token requirement of a command. */
@@ -55,7 +57,19 @@ struct hf_ctl_args {
     char **args;                /* arguments after the command */
     int n_args;
     char **owned;               /* freed by hf_ctl_args_free */
+    /* Pools: the resource arguments (after NAMESPACE PARTITION) are pools,
+     * POOL=COUNT (or, for extend/release/status, POOL). */
+    bool pools;
+    char **pool_names;          /* n_args - 2 of them, owned */
+    uint32_t *pool_counts;      /* 0: no count given */
+    /* set-capacity */
+    bool partition_default;     /* --default: the partition's default */
+    uint64_t capacity;
 };
+
+/* Units a command may name per pool, and the largest capacity. */
+#define HF_CTL_MAX_UNITS 1000000u
+#define HF_CTL_MAX_CAPACITY 1000000000000ull
 
 /* Parses argv (argv[0] is the program's name) into *a. Returns 0, or
  * HF_CTL_EXIT_USAGE with a one-line message in err that names the wrong
@@ -70,6 +84,13 @@ void hf_ctl_args_free(struct hf_ctl_args *a);
  * Returns 0, or -1 with a message naming option and text in err. */
 int hf_ctl_parse_duration(const char *option, const char *text, uint32_t *ms, char *err,
                           size_t errlen);
+
+/* "POOL=COUNT" (count 1..HF_CTL_MAX_UNITS), or "POOL" when !need_count:
+ * the pool's name into name[0..n-1] and the count (0 when none) into *count.
+ * Returns 0 or -1 with a message naming cmd and text in err. Pool names
+ * are checked by the daemon. */
+int hf_ctl_parse_units(const char *cmd, const char *text, bool need_count, char *name, size_t n,
+                       uint32_t *count, char *err, size_t errlen);
 
 /* Whether cmd takes no token, may take one, or needs one. */
 enum hf_ctl_token_use hf_ctl_token_use(enum hf_ctl_cmd cmd);

@@ -1,5 +1,6 @@
 /* holdfastctl - a command for people: hold, extend, release, confirm,
- * cancel, status, health, metrics and config checks over the daemon's socket.
+ * cancel, status, health, metrics, pool capacities (set-capacity,
+ * get-capacity) and config checks over the daemon's socket.
  *
  * Output is key=value lines on stdout, easy to read and to parse in a shell;
  * errors and warnings go to stderr. Hold prints its token on stdout because
@@ -29,6 +30,7 @@
 #define MAX_RESPONSE (16u << 20)
 
 struct opts {
+    const struct hf_ctl_args *a;
     const char *socket_path;
     uint32_t timeout_ms;
     uint32_t ttl_ms;
@@ -171,6 +173,34 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     char *ns = argv[0], *partition = argv[1];
     char **ids = argv + 2;
     size_t n_ids = (size_t)(argc - 2);
+    /* Pools: units (POOL=COUNT) or pool names instead of ids. */
+    size_t n_pools = 0, n_units = 0;
+    char **pools = NULL;
+    Holdfast__V1__PoolTake *takes = NULL, **units = NULL;
+    if (o->a->pools) {
+        pools = o->a->pool_names;
+        n_pools = n_ids;
+        n_ids = 0;
+        ids = NULL;
+        if (cmd == HF_CTL_HOLD || cmd == HF_CTL_CONFIRM || cmd == HF_CTL_CANCEL) {
+            takes = calloc(n_pools, sizeof *takes);
+            units = calloc(n_pools, sizeof *units);
+            if (!takes || !units) {
+                free(takes);
+                free(units);
+                fprintf(stderr, "holdfastctl: out of memory\n");
+                return HF_CTL_EXIT_UNREACHABLE;
+            }
+            for (size_t i = 0; i < n_pools; i++) {
+                holdfast__v1__pool_take__init(&takes[i]);
+                takes[i].pool = pools[i];
+                takes[i].count = o->a->pool_counts[i];
+                units[i] = &takes[i];
+            }
+            n_units = n_pools;
+            n_pools = 0;
+        }
+    }
     hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
     Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
     Holdfast__V1__ExtendRequest extend = HOLDFAST__V1__EXTEND_REQUEST__INIT;
@@ -184,6 +214,7 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     switch (cmd) {
     case HF_CTL_HOLD:
         hold.namespace_ = ns, hold.partition = partition, hold.ids = ids, hold.n_ids = n_ids;
+        hold.units = units, hold.n_units = n_units;
         hold.ttl_ms = o->ttl_ms;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD;
         req.hold = &hold;
@@ -192,6 +223,7 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     case HF_CTL_EXTEND:
         extend.namespace_ = ns, extend.partition = partition, extend.ids = ids;
         extend.n_ids = n_ids, extend.token = token, extend.ttl_ms = o->ttl_ms;
+        extend.pools = pools, extend.n_pools = n_pools;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_EXTEND;
         req.extend = &extend;
         want = HOLDFAST__V1__RESPONSE__RESULT_EXTEND;
@@ -199,6 +231,7 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     case HF_CTL_RELEASE:
         release.namespace_ = ns, release.partition = partition, release.ids = ids;
         release.n_ids = n_ids, release.token = token;
+        release.pools = pools, release.n_pools = n_pools;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_RELEASE;
         req.release = &release;
         want = HOLDFAST__V1__RESPONSE__RESULT_RELEASE;
@@ -206,6 +239,7 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     case HF_CTL_STATUS:
         status.namespace_ = ns, status.partition = partition, status.ids = ids;
         status.n_ids = n_ids, status.token = token;
+        status.pools = pools, status.n_pools = n_pools;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_STATUS;
         req.status = &status;
         want = HOLDFAST__V1__RESPONSE__RESULT_STATUS;
@@ -214,6 +248,7 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
         confirm.namespace_ = ns, confirm.partition = partition, confirm.ids = ids;
         confirm.n_ids = n_ids, confirm.token = token, confirm.idempotency_key = key;
         confirm.reference = ref;
+        confirm.units = units, confirm.n_units = n_units;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_CONFIRM;
         req.confirm = &confirm;
         want = HOLDFAST__V1__RESPONSE__RESULT_CONFIRM;
@@ -221,14 +256,19 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
     case HF_CTL_CANCEL:
         cancel.namespace_ = ns, cancel.partition = partition, cancel.ids = ids;
         cancel.n_ids = n_ids, cancel.idempotency_key = key, cancel.reference = ref;
+        cancel.units = units, cancel.n_units = n_units;
         req.method_case = HOLDFAST__V1__REQUEST__METHOD_CANCEL;
         req.cancel = &cancel;
         want = HOLDFAST__V1__RESPONSE__RESULT_CANCEL;
         break;
     default:
+        free(takes);
+        free(units);
         return HF_CTL_EXIT_USAGE;
     }
     hf_response_msg *resp = roundtrip(o, &req);
+    free(takes);
+    free(units);
     if (!resp) return HF_CTL_EXIT_UNREACHABLE;
     int rc = report_code(resp);
     if (rc != HF_CTL_EXIT_OK) {
@@ -262,19 +302,81 @@ static int cmd_resources(const struct opts *o, enum hf_ctl_cmd cmd, int argc, ch
             printf("%s state=%s ttl_ms=%lld owned=%s\n", r->id, state, (long long)r->ttl_ms,
                    r->owned ? "true" : "false");
         }
+        for (size_t i = 0; i < resp->status->n_pools; i++) {
+            const Holdfast__V1__PoolStatus *s = resp->status->pools[i];
+            printf("%s capacity=%llu sold=%llu held=%llu free=%llu owned=%u ttl_ms=%lld\n",
+                   s->pool, (unsigned long long)s->capacity, (unsigned long long)s->sold,
+                   (unsigned long long)s->held, (unsigned long long)s->free, s->owned,
+                   (long long)s->ttl_ms);
+        }
         break;
     case HOLDFAST__V1__RESPONSE__RESULT_CONFIRM:
         printf("fence=%llu\nreplayed=%s\n", (unsigned long long)resp->confirm->fence,
                resp->confirm->replayed ? "true" : "false");
         for (size_t i = 0; i < resp->confirm->n_claims; i++)
             printf("claim=%s\n", resp->confirm->claims[i]->resource_id);
+        for (size_t i = 0; i < resp->confirm->n_units; i++)
+            printf("units=%s=%u\n", resp->confirm->units[i]->pool,
+                   resp->confirm->units[i]->count);
         break;
     case HOLDFAST__V1__RESPONSE__RESULT_CANCEL:
         printf("cancelled=%u\nreplayed=%s\n", resp->cancel->cancelled,
                resp->cancel->replayed ? "true" : "false");
+        for (size_t i = 0; i < resp->cancel->n_units; i++)
+            printf("units=%s=%u\n", resp->cancel->units[i]->pool, resp->cancel->units[i]->count);
         break;
     default:
         break;
+    }
+    hf_response_msg_free(resp);
+    return HF_CTL_EXIT_OK;
+}
+
+/* set-capacity and get-capacity (pools). */
+static int cmd_capacity(const struct opts *o, enum hf_ctl_cmd cmd, int argc, char **argv) {
+    hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+    Holdfast__V1__SetCapacityRequest set = HOLDFAST__V1__SET_CAPACITY_REQUEST__INIT;
+    Holdfast__V1__GetCapacityRequest get = HOLDFAST__V1__GET_CAPACITY_REQUEST__INIT;
+    Holdfast__V1__Response__ResultCase want;
+    if (cmd == HF_CTL_SET_CAPACITY) {
+        set.namespace_ = argv[0], set.partition = argv[1];
+        set.pool = o->a->partition_default ? "" : argv[2];
+        set.capacity = o->a->capacity;
+        set.partition_default = o->a->partition_default;
+        req.method_case = HOLDFAST__V1__REQUEST__METHOD_SET_CAPACITY;
+        req.set_capacity = &set;
+        want = HOLDFAST__V1__RESPONSE__RESULT_SET_CAPACITY;
+    } else {
+        get.namespace_ = argv[0], get.partition = argv[1];
+        get.pools = argv + 2, get.n_pools = (size_t)(argc - 2);
+        req.method_case = HOLDFAST__V1__REQUEST__METHOD_GET_CAPACITY;
+        req.get_capacity = &get;
+        want = HOLDFAST__V1__RESPONSE__RESULT_GET_CAPACITY;
+    }
+    hf_response_msg *resp = roundtrip(o, &req);
+    if (!resp) return HF_CTL_EXIT_UNREACHABLE;
+    int rc = report_code(resp);
+    if (rc != HF_CTL_EXIT_OK) {
+        hf_response_msg_free(resp);
+        return rc;
+    }
+    if (resp->result_case != want ||
+        (want == HOLDFAST__V1__RESPONSE__RESULT_SET_CAPACITY && !resp->set_capacity->pool))
+        return malformed(resp, o);
+    if (want == HOLDFAST__V1__RESPONSE__RESULT_SET_CAPACITY) {
+        const Holdfast__V1__PoolCapacity *p = resp->set_capacity->pool;
+        printf("pool=%s\ncapacity=%llu\nsold=%llu\npartition_default=%s\n", p->pool,
+               (unsigned long long)p->capacity, (unsigned long long)p->sold,
+               p->partition_default ? "true" : "false");
+    } else {
+        printf("default_capacity=%llu\n",
+               (unsigned long long)resp->get_capacity->default_capacity);
+        for (size_t i = 0; i < resp->get_capacity->n_pools; i++) {
+            const Holdfast__V1__PoolCapacity *p = resp->get_capacity->pools[i];
+            printf("%s capacity=%llu sold=%llu partition_default=%s\n", p->pool,
+                   (unsigned long long)p->capacity, (unsigned long long)p->sold,
+                   p->partition_default ? "true" : "false");
+        }
     }
     hf_response_msg_free(resp);
     return HF_CTL_EXIT_OK;
@@ -358,6 +460,7 @@ static int run(const struct hf_ctl_args *a, const char *self) {
     if (a->cmd == HF_CTL_CHECK_CONFIG) return cmd_check_config(self, a->args[0]);
 
     struct opts o = {
+        .a = a,
         .socket_path = a->socket_path,
         .timeout_ms = a->timeout_ms,
         .ttl_ms = a->ttl_ms,
@@ -396,6 +499,8 @@ static int run(const struct hf_ctl_args *a, const char *self) {
     case HF_CTL_HEALTH: return cmd_health(&o, false);
     case HF_CTL_LIBRARY: return cmd_health(&o, true);
     case HF_CTL_METRICS: return cmd_metrics(&o);
+    case HF_CTL_SET_CAPACITY:
+    case HF_CTL_GET_CAPACITY: return cmd_capacity(&o, a->cmd, a->n_args, a->args);
     default: return cmd_resources(&o, a->cmd, a->n_args, a->args);
     }
 }

@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file holdfast/v1/holdfast.proto.
  */
 export const file_holdfast_v1_holdfast: GenFile = /*@__PURE__*/
-  fileDesc("Chpob2xkZmFzdC92MS9ob2xkZmFzdC5wcm90bxILaG9sZGZhc3QudjEivQMKB1JlcXVlc3QSCgoCaWQYASABKAQSFgoOY29ycmVsYXRpb25faWQYAiABKAkSEgoKdGltZW91dF9tcxgDIAEoDRIoCgRob2xkGAogASgLMhguaG9sZGZhc3QudjEuSG9sZFJlcXVlc3RIABIsCgZleHRlbmQYCyABKAsyGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0SAASLgoHcmVsZWFzZRgMIAEoCzIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0SAASLgoHY29uZmlybRgNIAEoCzIbLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXF1ZXN0SAASLAoGY2FuY2VsGA4gASgLMhouaG9sZGZhc3QudjEuQ2FuY2VsUmVxdWVzdEgAEiwKBnN0YXR1cxgPIAEoCzIaLmhvbGRmYXN0LnYxLlN0YXR1c1JlcXVlc3RIABIsCgZoZWFsdGgYECABKAsyGi5ob2xkZmFzdC52MS5IZWFsdGhSZXF1ZXN0SAASLgoHbWV0cmljcxgRIAEoCzIbLmhvbGRmYXN0LnYxLk1ldHJpY3NSZXF1ZXN0SABCCAoGbWV0aG9kIp8ECghSZXNwb25zZRIKCgJpZBgBIAEoBBIWCg5jb3JyZWxhdGlvbl9pZBgCIAEoCRIfCgRjb2RlGAMgASgOMhEuaG9sZGZhc3QudjEuQ29kZRIPCgdtZXNzYWdlGAQgASgJEhAKCGRlZ3JhZGVkGAUgASgIEicKBWVycm9yGAYgASgLMhguaG9sZGZhc3QudjEuRXJyb3JEZXRhaWwSKQoEaG9sZBgKIAEoCzIZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZUgAEi0KBmV4dGVuZBgLIAEoCzIbLmhvbGRmYXN0LnYxLkV4dGVuZFJlc3BvbnNlSAASLwoHcmVsZWFzZRgMIAEoCzIcLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXNwb25zZUgAEi8KB2NvbmZpcm0YDSABKAsyHC5ob2xkZmFzdC52MS5Db25maXJtUmVzcG9uc2VIABItCgZjYW5jZWwYDiABKAsyGy5ob2xkZmFzdC52MS5DYW5jZWxSZXNwb25zZUgAEi0KBnN0YXR1cxgPIAEoCzIbLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlSAASLQoGaGVhbHRoGBAgASgLMhsuaG9sZGZhc3QudjEuSGVhbHRoUmVzcG9uc2VIABIvCgdtZXRyaWNzGBEgASgLMhwuaG9sZGZhc3QudjEuTWV0cmljc1Jlc3BvbnNlSABCCAoGcmVzdWx0IjEKC0Vycm9yRGV0YWlsEg0KBWZpZWxkGAEgASgJEhMKC3Jlc291cmNlX2lkGAIgASgJIi0KB1NlZ21lbnQSEQoJZnJvbV9zdG9wGAEgASgNEg8KB3RvX3N0b3AYAiABKA0idwoLSG9sZFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDgoGdHRsX21zGAQgASgNEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50IjwKDEhvbGRSZXNwb25zZRINCgV0b2tlbhgBIAEoCRINCgVmZW5jZRgCIAEoBBIOCgZ0dGxfbXMYAyABKA0iiAEKDUV4dGVuZFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSDgoGdHRsX21zGAUgASgNEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50IiAKDkV4dGVuZFJlc3BvbnNlEg4KBnR0bF9tcxgBIAEoDSJ5Cg5SZWxlYXNlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRINCgV0b2tlbhgEIAEoCRIlCgdzZWdtZW50GA8gASgLMhQuaG9sZGZhc3QudjEuU2VnbWVudCIjCg9SZWxlYXNlUmVzcG9uc2USEAoIcmVsZWFzZWQYASABKA0itgEKDkNvbmZpcm1SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg0KBXRva2VuGAQgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRIRCglyZWZlcmVuY2UYBiABKAkSDwoHcGF5bG9hZBgHIAEoDBIlCgdzZWdtZW50GA8gASgLMhQuaG9sZGZhc3QudjEuU2VnbWVudCJcCgVDbGFpbRITCgtyZXNvdXJjZV9pZBgBIAEoCRINCgVmZW5jZRgCIAEoBBIRCglyZWZlcmVuY2UYAyABKAkSHAoUY29uZmlybWVkX2F0X3VuaXhfbXMYBCABKAMiVgoPQ29uZmlybVJlc3BvbnNlEg0KBWZlbmNlGAEgASgEEiIKBmNsYWltcxgCIAMoCzISLmhvbGRmYXN0LnYxLkNsYWltEhAKCHJlcGxheWVkGAMgASgIIpUBCg1DYW5jZWxSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIRCglyZWZlcmVuY2UYBSABKAkSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQiNQoOQ2FuY2VsUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgNEhAKCHJlcGxheWVkGAIgASgIIngKDVN0YXR1c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQiZgoOUmVzb3VyY2VTdGF0dXMSCgoCaWQYASABKAkSKQoFc3RhdGUYAiABKA4yGi5ob2xkZmFzdC52MS5SZXNvdXJjZVN0YXRlEg4KBnR0bF9tcxgDIAEoAxINCgVvd25lZBgEIAEoCCJACg5TdGF0dXNSZXNwb25zZRIuCglyZXNvdXJjZXMYASADKAsyGy5ob2xkZmFzdC52MS5SZXNvdXJjZVN0YXR1cyIPCg1IZWFsdGhSZXF1ZXN0ItUBCg5IZWFsdGhSZXNwb25zZRIMCgRsaXZlGAEgASgIEg0KBXJlYWR5GAIgASgIEg8KB3ZlcnNpb24YAyABKAkSDQoFcmVkaXMYBCABKAkSEAoIcG9zdGdyZXMYBSABKAkSEwoLc2NyaXB0X3BhdGgYBiABKAkSFAoMcmVsZWFzZV9wYXRoGAcgASgJEg8KB2xpYnJhcnkYCCABKAkSEwoLY29ubmVjdGlvbnMYCSABKA0SEQoJaW5fZmxpZ2h0GAogASgNEhAKCGRyYWluaW5nGAsgASgIIhAKDk1ldHJpY3NSZXF1ZXN0Ih8KD01ldHJpY3NSZXNwb25zZRIMCgR0ZXh0GAEgASgJKqMDCgRDb2RlEhQKEENPREVfVU5TUEVDSUZJRUQQABILCgdDT0RFX09LEAESGAoUQ09ERV9IRUxEX0JZX0FOT1RIRVIQAhIRCg1DT0RFX05PVF9IRUxEEAMSEgoOQ09ERV9DT05GSVJNRUQQBBIZChVDT0RFX0lOVkFMSURfQVJHVU1FTlQQBRIUChBDT0RFX1VOQVZBSUxBQkxFEAYSGgoWQ09ERV9ERUFETElORV9FWENFRURFRBAHEhsKF0NPREVfUkVTT1VSQ0VfRVhIQVVTVEVEEAgSGgoWQ09ERV9QRVJNSVNTSU9OX0RFTklFRBAJEhEKDUNPREVfQ09ORkxJQ1QQChISCg5DT0RFX0hPTERfTE9TVBALEg4KCkNPREVfU1RBTEUQDBIdChlDT0RFX0lERU1QT1RFTkNZX01JU01BVENIEA0SEgoOQ09ERV9OT1RfRk9VTkQQDhIWChJDT0RFX1VOSU1QTEVNRU5URUQQDxIRCg1DT0RFX0lOVEVSTkFMEBASHAoYQ09ERV9GQUlMRURfUFJFQ09ORElUSU9OEBEqfwoNUmVzb3VyY2VTdGF0ZRIeChpSRVNPVVJDRV9TVEFURV9VTlNQRUNJRklFRBAAEhcKE1JFU09VUkNFX1NUQVRFX0ZSRUUQARIXChNSRVNPVVJDRV9TVEFURV9IRUxEEAISHAoYUkVTT1VSQ0VfU1RBVEVfQ09ORklSTUVEEAMypQQKCEhvbGRmYXN0EjsKBEhvbGQSGC5ob2xkZmFzdC52MS5Ib2xkUmVxdWVzdBoZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZRJBCgZFeHRlbmQSGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0GhsuaG9sZGZhc3QudjEuRXh0ZW5kUmVzcG9uc2USRAoHUmVsZWFzZRIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0GhwuaG9sZGZhc3QudjEuUmVsZWFzZVJlc3BvbnNlEkQKB0NvbmZpcm0SGy5ob2xkZmFzdC52MS5Db25maXJtUmVxdWVzdBocLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXNwb25zZRJBCgZDYW5jZWwSGi5ob2xkZmFzdC52MS5DYW5jZWxSZXF1ZXN0GhsuaG9sZGZhc3QudjEuQ2FuY2VsUmVzcG9uc2USQQoGU3RhdHVzEhouaG9sZGZhc3QudjEuU3RhdHVzUmVxdWVzdBobLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlEkEKBkhlYWx0aBIaLmhvbGRmYXN0LnYxLkhlYWx0aFJlcXVlc3QaGy5ob2xkZmFzdC52MS5IZWFsdGhSZXNwb25zZRJECgdNZXRyaWNzEhsuaG9sZGZhc3QudjEuTWV0cmljc1JlcXVlc3QaHC5ob2xkZmFzdC52MS5NZXRyaWNzUmVzcG9uc2VCYQoPZGV2LmhvbGRmYXN0LnYxQg1Ib2xkZmFzdFByb3RvUAFaPWdpdGh1Yi5jb20vaG9sZGZhc3QvaG9sZGZhc3QvY2xpZW50cy9nby9ob2xkZmFzdHBiO2hvbGRmYXN0cGJiBnByb3RvMw");
+  fileDesc("Chpob2xkZmFzdC92MS9ob2xkZmFzdC5wcm90bxILaG9sZGZhc3QudjEirwQKB1JlcXVlc3QSCgoCaWQYASABKAQSFgoOY29ycmVsYXRpb25faWQYAiABKAkSEgoKdGltZW91dF9tcxgDIAEoDRIoCgRob2xkGAogASgLMhguaG9sZGZhc3QudjEuSG9sZFJlcXVlc3RIABIsCgZleHRlbmQYCyABKAsyGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0SAASLgoHcmVsZWFzZRgMIAEoCzIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0SAASLgoHY29uZmlybRgNIAEoCzIbLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXF1ZXN0SAASLAoGY2FuY2VsGA4gASgLMhouaG9sZGZhc3QudjEuQ2FuY2VsUmVxdWVzdEgAEiwKBnN0YXR1cxgPIAEoCzIaLmhvbGRmYXN0LnYxLlN0YXR1c1JlcXVlc3RIABIsCgZoZWFsdGgYECABKAsyGi5ob2xkZmFzdC52MS5IZWFsdGhSZXF1ZXN0SAASLgoHbWV0cmljcxgRIAEoCzIbLmhvbGRmYXN0LnYxLk1ldHJpY3NSZXF1ZXN0SAASNwoMc2V0X2NhcGFjaXR5GBIgASgLMh8uaG9sZGZhc3QudjEuU2V0Q2FwYWNpdHlSZXF1ZXN0SAASNwoMZ2V0X2NhcGFjaXR5GBMgASgLMh8uaG9sZGZhc3QudjEuR2V0Q2FwYWNpdHlSZXF1ZXN0SABCCAoGbWV0aG9kIpMFCghSZXNwb25zZRIKCgJpZBgBIAEoBBIWCg5jb3JyZWxhdGlvbl9pZBgCIAEoCRIfCgRjb2RlGAMgASgOMhEuaG9sZGZhc3QudjEuQ29kZRIPCgdtZXNzYWdlGAQgASgJEhAKCGRlZ3JhZGVkGAUgASgIEicKBWVycm9yGAYgASgLMhguaG9sZGZhc3QudjEuRXJyb3JEZXRhaWwSKQoEaG9sZBgKIAEoCzIZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZUgAEi0KBmV4dGVuZBgLIAEoCzIbLmhvbGRmYXN0LnYxLkV4dGVuZFJlc3BvbnNlSAASLwoHcmVsZWFzZRgMIAEoCzIcLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXNwb25zZUgAEi8KB2NvbmZpcm0YDSABKAsyHC5ob2xkZmFzdC52MS5Db25maXJtUmVzcG9uc2VIABItCgZjYW5jZWwYDiABKAsyGy5ob2xkZmFzdC52MS5DYW5jZWxSZXNwb25zZUgAEi0KBnN0YXR1cxgPIAEoCzIbLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlSAASLQoGaGVhbHRoGBAgASgLMhsuaG9sZGZhc3QudjEuSGVhbHRoUmVzcG9uc2VIABIvCgdtZXRyaWNzGBEgASgLMhwuaG9sZGZhc3QudjEuTWV0cmljc1Jlc3BvbnNlSAASOAoMc2V0X2NhcGFjaXR5GBIgASgLMiAuaG9sZGZhc3QudjEuU2V0Q2FwYWNpdHlSZXNwb25zZUgAEjgKDGdldF9jYXBhY2l0eRgTIAEoCzIgLmhvbGRmYXN0LnYxLkdldENhcGFjaXR5UmVzcG9uc2VIAEIICgZyZXN1bHQiMQoLRXJyb3JEZXRhaWwSDQoFZmllbGQYASABKAkSEwoLcmVzb3VyY2VfaWQYAiABKAkiLQoHU2VnbWVudBIRCglmcm9tX3N0b3AYASABKA0SDwoHdG9fc3RvcBgCIAEoDSKdAQoLSG9sZFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDgoGdHRsX21zGAQgASgNEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50EiQKBXVuaXRzGAUgAygLMhUuaG9sZGZhc3QudjEuUG9vbFRha2UiJwoIUG9vbFRha2USDAoEcG9vbBgBIAEoCRINCgVjb3VudBgCIAEoDSI8CgxIb2xkUmVzcG9uc2USDQoFdG9rZW4YASABKAkSDQoFZmVuY2UYAiABKAQSDgoGdHRsX21zGAMgASgNIpcBCg1FeHRlbmRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg0KBXRva2VuGAQgASgJEg4KBnR0bF9tcxgFIAEoDRIlCgdzZWdtZW50GA8gASgLMhQuaG9sZGZhc3QudjEuU2VnbWVudBINCgVwb29scxgGIAMoCSIgCg5FeHRlbmRSZXNwb25zZRIOCgZ0dGxfbXMYASABKA0iiAEKDlJlbGVhc2VSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg0KBXRva2VuGAQgASgJEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50Eg0KBXBvb2xzGAUgAygJIiMKD1JlbGVhc2VSZXNwb25zZRIQCghyZWxlYXNlZBgBIAEoDSLcAQoOQ29uZmlybVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEhEKCXJlZmVyZW5jZRgGIAEoCRIPCgdwYXlsb2FkGAcgASgMEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50EiQKBXVuaXRzGAggAygLMhUuaG9sZGZhc3QudjEuUG9vbFRha2UiXAoFQ2xhaW0SEwoLcmVzb3VyY2VfaWQYASABKAkSDQoFZmVuY2UYAiABKAQSEQoJcmVmZXJlbmNlGAMgASgJEhwKFGNvbmZpcm1lZF9hdF91bml4X21zGAQgASgDIpoBCg9Db25maXJtUmVzcG9uc2USDQoFZmVuY2UYASABKAQSIgoGY2xhaW1zGAIgAygLMhIuaG9sZGZhc3QudjEuQ2xhaW0SEAoIcmVwbGF5ZWQYAyABKAgSJAoFdW5pdHMYBCADKAsyFS5ob2xkZmFzdC52MS5Qb29sVGFrZRIcChRjb25maXJtZWRfYXRfdW5peF9tcxgFIAEoAyK7AQoNQ2FuY2VsUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSEQoJcmVmZXJlbmNlGAUgASgJEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50EiQKBXVuaXRzGAYgAygLMhUuaG9sZGZhc3QudjEuUG9vbFRha2UiWwoOQ2FuY2VsUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgNEhAKCHJlcGxheWVkGAIgASgIEiQKBXVuaXRzGAMgAygLMhUuaG9sZGZhc3QudjEuUG9vbFRha2UihwEKDVN0YXR1c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQSDQoFcG9vbHMYBSADKAkiZgoOUmVzb3VyY2VTdGF0dXMSCgoCaWQYASABKAkSKQoFc3RhdGUYAiABKA4yGi5ob2xkZmFzdC52MS5SZXNvdXJjZVN0YXRlEg4KBnR0bF9tcxgDIAEoAxINCgVvd25lZBgEIAEoCCJoCg5TdGF0dXNSZXNwb25zZRIuCglyZXNvdXJjZXMYASADKAsyGy5ob2xkZmFzdC52MS5SZXNvdXJjZVN0YXR1cxImCgVwb29scxgCIAMoCzIXLmhvbGRmYXN0LnYxLlBvb2xTdGF0dXMidQoKUG9vbFN0YXR1cxIMCgRwb29sGAEgASgJEhAKCGNhcGFjaXR5GAIgASgEEgwKBHNvbGQYAyABKAQSDAoEaGVsZBgEIAEoBBIMCgRmcmVlGAUgASgEEg0KBW93bmVkGAYgASgNEg4KBnR0bF9tcxgHIAEoAyJ1ChJTZXRDYXBhY2l0eVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRIMCgRwb29sGAMgASgJEhAKCGNhcGFjaXR5GAQgASgEEhkKEXBhcnRpdGlvbl9kZWZhdWx0GAUgASgIIj4KE1NldENhcGFjaXR5UmVzcG9uc2USJwoEcG9vbBgBIAEoCzIZLmhvbGRmYXN0LnYxLlBvb2xDYXBhY2l0eSJJChJHZXRDYXBhY2l0eVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRINCgVwb29scxgDIAMoCSJZChNHZXRDYXBhY2l0eVJlc3BvbnNlEigKBXBvb2xzGAEgAygLMhkuaG9sZGZhc3QudjEuUG9vbENhcGFjaXR5EhgKEGRlZmF1bHRfY2FwYWNpdHkYAiABKAQiVwoMUG9vbENhcGFjaXR5EgwKBHBvb2wYASABKAkSEAoIY2FwYWNpdHkYAiABKAQSDAoEc29sZBgDIAEoBBIZChFwYXJ0aXRpb25fZGVmYXVsdBgEIAEoCCIPCg1IZWFsdGhSZXF1ZXN0ItUBCg5IZWFsdGhSZXNwb25zZRIMCgRsaXZlGAEgASgIEg0KBXJlYWR5GAIgASgIEg8KB3ZlcnNpb24YAyABKAkSDQoFcmVkaXMYBCABKAkSEAoIcG9zdGdyZXMYBSABKAkSEwoLc2NyaXB0X3BhdGgYBiABKAkSFAoMcmVsZWFzZV9wYXRoGAcgASgJEg8KB2xpYnJhcnkYCCABKAkSEwoLY29ubmVjdGlvbnMYCSABKA0SEQoJaW5fZmxpZ2h0GAogASgNEhAKCGRyYWluaW5nGAsgASgIIhAKDk1ldHJpY3NSZXF1ZXN0Ih8KD01ldHJpY3NSZXNwb25zZRIMCgR0ZXh0GAEgASgJKqMDCgRDb2RlEhQKEENPREVfVU5TUEVDSUZJRUQQABILCgdDT0RFX09LEAESGAoUQ09ERV9IRUxEX0JZX0FOT1RIRVIQAhIRCg1DT0RFX05PVF9IRUxEEAMSEgoOQ09ERV9DT05GSVJNRUQQBBIZChVDT0RFX0lOVkFMSURfQVJHVU1FTlQQBRIUChBDT0RFX1VOQVZBSUxBQkxFEAYSGgoWQ09ERV9ERUFETElORV9FWENFRURFRBAHEhsKF0NPREVfUkVTT1VSQ0VfRVhIQVVTVEVEEAgSGgoWQ09ERV9QRVJNSVNTSU9OX0RFTklFRBAJEhEKDUNPREVfQ09ORkxJQ1QQChISCg5DT0RFX0hPTERfTE9TVBALEg4KCkNPREVfU1RBTEUQDBIdChlDT0RFX0lERU1QT1RFTkNZX01JU01BVENIEA0SEgoOQ09ERV9OT1RfRk9VTkQQDhIWChJDT0RFX1VOSU1QTEVNRU5URUQQDxIRCg1DT0RFX0lOVEVSTkFMEBASHAoYQ09ERV9GQUlMRURfUFJFQ09ORElUSU9OEBEqfwoNUmVzb3VyY2VTdGF0ZRIeChpSRVNPVVJDRV9TVEFURV9VTlNQRUNJRklFRBAAEhcKE1JFU09VUkNFX1NUQVRFX0ZSRUUQARIXChNSRVNPVVJDRV9TVEFURV9IRUxEEAISHAoYUkVTT1VSQ0VfU1RBVEVfQ09ORklSTUVEEAMyyQUKCEhvbGRmYXN0EjsKBEhvbGQSGC5ob2xkZmFzdC52MS5Ib2xkUmVxdWVzdBoZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZRJBCgZFeHRlbmQSGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0GhsuaG9sZGZhc3QudjEuRXh0ZW5kUmVzcG9uc2USRAoHUmVsZWFzZRIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0GhwuaG9sZGZhc3QudjEuUmVsZWFzZVJlc3BvbnNlEkQKB0NvbmZpcm0SGy5ob2xkZmFzdC52MS5Db25maXJtUmVxdWVzdBocLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXNwb25zZRJBCgZDYW5jZWwSGi5ob2xkZmFzdC52MS5DYW5jZWxSZXF1ZXN0GhsuaG9sZGZhc3QudjEuQ2FuY2VsUmVzcG9uc2USQQoGU3RhdHVzEhouaG9sZGZhc3QudjEuU3RhdHVzUmVxdWVzdBobLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlEkEKBkhlYWx0aBIaLmhvbGRmYXN0LnYxLkhlYWx0aFJlcXVlc3QaGy5ob2xkZmFzdC52MS5IZWFsdGhSZXNwb25zZRJECgdNZXRyaWNzEhsuaG9sZGZhc3QudjEuTWV0cmljc1JlcXVlc3QaHC5ob2xkZmFzdC52MS5NZXRyaWNzUmVzcG9uc2USUAoLU2V0Q2FwYWNpdHkSHy5ob2xkZmFzdC52MS5TZXRDYXBhY2l0eVJlcXVlc3QaIC5ob2xkZmFzdC52MS5TZXRDYXBhY2l0eVJlc3BvbnNlElAKC0dldENhcGFjaXR5Eh8uaG9sZGZhc3QudjEuR2V0Q2FwYWNpdHlSZXF1ZXN0GiAuaG9sZGZhc3QudjEuR2V0Q2FwYWNpdHlSZXNwb25zZUJhCg9kZXYuaG9sZGZhc3QudjFCDUhvbGRmYXN0UHJvdG9QAVo9Z2l0aHViLmNvbS9ob2xkZmFzdC9ob2xkZmFzdC9jbGllbnRzL2dvL2hvbGRmYXN0cGI7aG9sZGZhc3RwYmIGcHJvdG8z");
 
 /**
  * @generated from message holdfast.v1.Request
@@ -103,6 +103,18 @@ export type Request = Message<"holdfast.v1.Request"> & {
      */
     value: MetricsRequest;
     case: "metrics";
+  } | {
+    /**
+     * @generated from field: holdfast.v1.SetCapacityRequest set_capacity = 18;
+     */
+    value: SetCapacityRequest;
+    case: "setCapacity";
+  } | {
+    /**
+     * @generated from field: holdfast.v1.GetCapacityRequest get_capacity = 19;
+     */
+    value: GetCapacityRequest;
+    case: "getCapacity";
   } | { case: undefined; value?: undefined };
 };
 
@@ -209,6 +221,18 @@ export type Response = Message<"holdfast.v1.Response"> & {
      */
     value: MetricsResponse;
     case: "metrics";
+  } | {
+    /**
+     * @generated from field: holdfast.v1.SetCapacityResponse set_capacity = 18;
+     */
+    value: SetCapacityResponse;
+    case: "setCapacity";
+  } | {
+    /**
+     * @generated from field: holdfast.v1.GetCapacityResponse get_capacity = 19;
+     */
+    value: GetCapacityResponse;
+    case: "getCapacity";
   } | { case: undefined; value?: undefined };
 };
 
@@ -307,6 +331,15 @@ export type HoldRequest = Message<"holdfast.v1.HoldRequest"> & {
    * @generated from field: holdfast.v1.Segment segment = 15;
    */
   segment?: Segment | undefined;
+
+  /**
+   * Pools (a namespace of kind "pools", instead of `ids`): take `count`
+   * units from each pool of the partition, all or nothing. 1..max_ids
+   * pools, no pool twice.
+   *
+   * @generated from field: repeated holdfast.v1.PoolTake units = 5;
+   */
+  units: PoolTake[];
 };
 
 /**
@@ -315,6 +348,33 @@ export type HoldRequest = Message<"holdfast.v1.HoldRequest"> & {
  */
 export const HoldRequestSchema: GenMessage<HoldRequest> = /*@__PURE__*/
   messageDesc(file_holdfast_v1_holdfast, 4);
+
+/**
+ * `count` units of one pool. Pool names are like ids ([A-Za-z0-9._-],
+ * 1-128 bytes).
+ *
+ * @generated from message holdfast.v1.PoolTake
+ */
+export type PoolTake = Message<"holdfast.v1.PoolTake"> & {
+  /**
+   * @generated from field: string pool = 1;
+   */
+  pool: string;
+
+  /**
+   * 1..1000000 in a Hold, Confirm or Cancel.
+   *
+   * @generated from field: uint32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message holdfast.v1.PoolTake.
+ * Use `create(PoolTakeSchema)` to create a new message.
+ */
+export const PoolTakeSchema: GenMessage<PoolTake> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 5);
 
 /**
  * @generated from message holdfast.v1.HoldResponse
@@ -348,7 +408,7 @@ export type HoldResponse = Message<"holdfast.v1.HoldResponse"> & {
  * Use `create(HoldResponseSchema)` to create a new message.
  */
 export const HoldResponseSchema: GenMessage<HoldResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 5);
+  messageDesc(file_holdfast_v1_holdfast, 6);
 
 /**
  * @generated from message holdfast.v1.ExtendRequest
@@ -390,6 +450,13 @@ export type ExtendRequest = Message<"holdfast.v1.ExtendRequest"> & {
    * @generated from field: holdfast.v1.Segment segment = 15;
    */
   segment?: Segment | undefined;
+
+  /**
+   * Pools: the pools of the hold (instead of `ids`).
+   *
+   * @generated from field: repeated string pools = 6;
+   */
+  pools: string[];
 };
 
 /**
@@ -397,7 +464,7 @@ export type ExtendRequest = Message<"holdfast.v1.ExtendRequest"> & {
  * Use `create(ExtendRequestSchema)` to create a new message.
  */
 export const ExtendRequestSchema: GenMessage<ExtendRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 6);
+  messageDesc(file_holdfast_v1_holdfast, 7);
 
 /**
  * @generated from message holdfast.v1.ExtendResponse
@@ -414,7 +481,7 @@ export type ExtendResponse = Message<"holdfast.v1.ExtendResponse"> & {
  * Use `create(ExtendResponseSchema)` to create a new message.
  */
 export const ExtendResponseSchema: GenMessage<ExtendResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 7);
+  messageDesc(file_holdfast_v1_holdfast, 8);
 
 /**
  * @generated from message holdfast.v1.ReleaseRequest
@@ -449,6 +516,13 @@ export type ReleaseRequest = Message<"holdfast.v1.ReleaseRequest"> & {
    * @generated from field: holdfast.v1.Segment segment = 15;
    */
   segment?: Segment | undefined;
+
+  /**
+   * Pools: the pools of the hold (instead of `ids`).
+   *
+   * @generated from field: repeated string pools = 5;
+   */
+  pools: string[];
 };
 
 /**
@@ -456,7 +530,7 @@ export type ReleaseRequest = Message<"holdfast.v1.ReleaseRequest"> & {
  * Use `create(ReleaseRequestSchema)` to create a new message.
  */
 export const ReleaseRequestSchema: GenMessage<ReleaseRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 8);
+  messageDesc(file_holdfast_v1_holdfast, 9);
 
 /**
  * @generated from message holdfast.v1.ReleaseResponse
@@ -465,6 +539,7 @@ export type ReleaseResponse = Message<"holdfast.v1.ReleaseResponse"> & {
   /**
    * How many of the ids this token held and were deleted. Ids held by another
    * token or not held are left untouched and reported through the code.
+   * Pools: how many units this token held and gave back.
    *
    * @generated from field: uint32 released = 1;
    */
@@ -476,7 +551,7 @@ export type ReleaseResponse = Message<"holdfast.v1.ReleaseResponse"> & {
  * Use `create(ReleaseResponseSchema)` to create a new message.
  */
 export const ReleaseResponseSchema: GenMessage<ReleaseResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 9);
+  messageDesc(file_holdfast_v1_holdfast, 10);
 
 /**
  * @generated from message holdfast.v1.ConfirmRequest
@@ -533,6 +608,13 @@ export type ConfirmRequest = Message<"holdfast.v1.ConfirmRequest"> & {
    * @generated from field: holdfast.v1.Segment segment = 15;
    */
   segment?: Segment | undefined;
+
+  /**
+   * Pools: exactly the units the token holds (instead of `ids`).
+   *
+   * @generated from field: repeated holdfast.v1.PoolTake units = 8;
+   */
+  units: PoolTake[];
 };
 
 /**
@@ -540,7 +622,7 @@ export type ConfirmRequest = Message<"holdfast.v1.ConfirmRequest"> & {
  * Use `create(ConfirmRequestSchema)` to create a new message.
  */
 export const ConfirmRequestSchema: GenMessage<ConfirmRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 10);
+  messageDesc(file_holdfast_v1_holdfast, 11);
 
 /**
  * @generated from message holdfast.v1.Claim
@@ -572,7 +654,7 @@ export type Claim = Message<"holdfast.v1.Claim"> & {
  * Use `create(ClaimSchema)` to create a new message.
  */
 export const ClaimSchema: GenMessage<Claim> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 11);
+  messageDesc(file_holdfast_v1_holdfast, 12);
 
 /**
  * @generated from message holdfast.v1.ConfirmResponse
@@ -594,6 +676,20 @@ export type ConfirmResponse = Message<"holdfast.v1.ConfirmResponse"> & {
    * @generated from field: bool replayed = 3;
    */
   replayed: boolean;
+
+  /**
+   * Pools: the units sold.
+   *
+   * @generated from field: repeated holdfast.v1.PoolTake units = 4;
+   */
+  units: PoolTake[];
+
+  /**
+   * Pools: when the sale was committed.
+   *
+   * @generated from field: int64 confirmed_at_unix_ms = 5;
+   */
+  confirmedAtUnixMs: bigint;
 };
 
 /**
@@ -601,7 +697,7 @@ export type ConfirmResponse = Message<"holdfast.v1.ConfirmResponse"> & {
  * Use `create(ConfirmResponseSchema)` to create a new message.
  */
 export const ConfirmResponseSchema: GenMessage<ConfirmResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 12);
+  messageDesc(file_holdfast_v1_holdfast, 13);
 
 /**
  * @generated from message holdfast.v1.CancelRequest
@@ -641,6 +737,14 @@ export type CancelRequest = Message<"holdfast.v1.CancelRequest"> & {
    * @generated from field: holdfast.v1.Segment segment = 15;
    */
   segment?: Segment | undefined;
+
+  /**
+   * Pools: the units to give back, out of those sold under `reference`
+   * (instead of `ids`).
+   *
+   * @generated from field: repeated holdfast.v1.PoolTake units = 6;
+   */
+  units: PoolTake[];
 };
 
 /**
@@ -648,13 +752,15 @@ export type CancelRequest = Message<"holdfast.v1.CancelRequest"> & {
  * Use `create(CancelRequestSchema)` to create a new message.
  */
 export const CancelRequestSchema: GenMessage<CancelRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 13);
+  messageDesc(file_holdfast_v1_holdfast, 14);
 
 /**
  * @generated from message holdfast.v1.CancelResponse
  */
 export type CancelResponse = Message<"holdfast.v1.CancelResponse"> & {
   /**
+   * Ids cancelled; pools: units given back.
+   *
    * @generated from field: uint32 cancelled = 1;
    */
   cancelled: number;
@@ -663,6 +769,13 @@ export type CancelResponse = Message<"holdfast.v1.CancelResponse"> & {
    * @generated from field: bool replayed = 2;
    */
   replayed: boolean;
+
+  /**
+   * Pools: the units given back.
+   *
+   * @generated from field: repeated holdfast.v1.PoolTake units = 3;
+   */
+  units: PoolTake[];
 };
 
 /**
@@ -670,7 +783,7 @@ export type CancelResponse = Message<"holdfast.v1.CancelResponse"> & {
  * Use `create(CancelResponseSchema)` to create a new message.
  */
 export const CancelResponseSchema: GenMessage<CancelResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 14);
+  messageDesc(file_holdfast_v1_holdfast, 15);
 
 /**
  * @generated from message holdfast.v1.StatusRequest
@@ -707,6 +820,13 @@ export type StatusRequest = Message<"holdfast.v1.StatusRequest"> & {
    * @generated from field: holdfast.v1.Segment segment = 15;
    */
   segment?: Segment | undefined;
+
+  /**
+   * Pools: the pools to report (instead of `ids`).
+   *
+   * @generated from field: repeated string pools = 5;
+   */
+  pools: string[];
 };
 
 /**
@@ -714,7 +834,7 @@ export type StatusRequest = Message<"holdfast.v1.StatusRequest"> & {
  * Use `create(StatusRequestSchema)` to create a new message.
  */
 export const StatusRequestSchema: GenMessage<StatusRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 15);
+  messageDesc(file_holdfast_v1_holdfast, 16);
 
 /**
  * @generated from message holdfast.v1.ResourceStatus
@@ -750,7 +870,7 @@ export type ResourceStatus = Message<"holdfast.v1.ResourceStatus"> & {
  * Use `create(ResourceStatusSchema)` to create a new message.
  */
 export const ResourceStatusSchema: GenMessage<ResourceStatus> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 16);
+  messageDesc(file_holdfast_v1_holdfast, 17);
 
 /**
  * @generated from message holdfast.v1.StatusResponse
@@ -760,6 +880,13 @@ export type StatusResponse = Message<"holdfast.v1.StatusResponse"> & {
    * @generated from field: repeated holdfast.v1.ResourceStatus resources = 1;
    */
   resources: ResourceStatus[];
+
+  /**
+   * Pools: one per pool asked for.
+   *
+   * @generated from field: repeated holdfast.v1.PoolStatus pools = 2;
+   */
+  pools: PoolStatus[];
 };
 
 /**
@@ -767,7 +894,220 @@ export type StatusResponse = Message<"holdfast.v1.StatusResponse"> & {
  * Use `create(StatusResponseSchema)` to create a new message.
  */
 export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 17);
+  messageDesc(file_holdfast_v1_holdfast, 18);
+
+/**
+ * A pool as Redis sees it now (capacity and sold mirrored from PostgreSQL).
+ *
+ * @generated from message holdfast.v1.PoolStatus
+ */
+export type PoolStatus = Message<"holdfast.v1.PoolStatus"> & {
+  /**
+   * @generated from field: string pool = 1;
+   */
+  pool: string;
+
+  /**
+   * @generated from field: uint64 capacity = 2;
+   */
+  capacity: bigint;
+
+  /**
+   * @generated from field: uint64 sold = 3;
+   */
+  sold: bigint;
+
+  /**
+   * Units in live holds.
+   *
+   * @generated from field: uint64 held = 4;
+   */
+  held: bigint;
+
+  /**
+   * capacity - sold - held (0 when that is negative: capacity lowered
+   * below what is sold and held).
+   *
+   * @generated from field: uint64 free = 5;
+   */
+  free: bigint;
+
+  /**
+   * Units the request's token holds in this pool.
+   *
+   * @generated from field: uint32 owned = 6;
+   */
+  owned: number;
+
+  /**
+   * Remaining TTL of the token's hold in ms (0 when it holds none).
+   *
+   * @generated from field: int64 ttl_ms = 7;
+   */
+  ttlMs: bigint;
+};
+
+/**
+ * Describes the message holdfast.v1.PoolStatus.
+ * Use `create(PoolStatusSchema)` to create a new message.
+ */
+export const PoolStatusSchema: GenMessage<PoolStatus> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 19);
+
+/**
+ * @generated from message holdfast.v1.SetCapacityRequest
+ */
+export type SetCapacityRequest = Message<"holdfast.v1.SetCapacityRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string partition = 2;
+   */
+  partition: string;
+
+  /**
+   * The pool ([A-Za-z0-9._-], 1-128 bytes); empty with partition_default.
+   *
+   * @generated from field: string pool = 3;
+   */
+  pool: string;
+
+  /**
+   * Units the pool may sell in total (sold included), 0..1000000000000.
+   *
+   * @generated from field: uint64 capacity = 4;
+   */
+  capacity: bigint;
+
+  /**
+   * Set the partition's default instead: the capacity of every pool of the
+   * partition that has none of its own (e.g. 1 for per-user pools).
+   *
+   * @generated from field: bool partition_default = 5;
+   */
+  partitionDefault: boolean;
+};
+
+/**
+ * Describes the message holdfast.v1.SetCapacityRequest.
+ * Use `create(SetCapacityRequestSchema)` to create a new message.
+ */
+export const SetCapacityRequestSchema: GenMessage<SetCapacityRequest> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 20);
+
+/**
+ * @generated from message holdfast.v1.SetCapacityResponse
+ */
+export type SetCapacityResponse = Message<"holdfast.v1.SetCapacityResponse"> & {
+  /**
+   * @generated from field: holdfast.v1.PoolCapacity pool = 1;
+   */
+  pool?: PoolCapacity | undefined;
+};
+
+/**
+ * Describes the message holdfast.v1.SetCapacityResponse.
+ * Use `create(SetCapacityResponseSchema)` to create a new message.
+ */
+export const SetCapacityResponseSchema: GenMessage<SetCapacityResponse> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 21);
+
+/**
+ * @generated from message holdfast.v1.GetCapacityRequest
+ */
+export type GetCapacityRequest = Message<"holdfast.v1.GetCapacityRequest"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string partition = 2;
+   */
+  partition: string;
+
+  /**
+   * 0..max_ids pools.
+   *
+   * @generated from field: repeated string pools = 3;
+   */
+  pools: string[];
+};
+
+/**
+ * Describes the message holdfast.v1.GetCapacityRequest.
+ * Use `create(GetCapacityRequestSchema)` to create a new message.
+ */
+export const GetCapacityRequestSchema: GenMessage<GetCapacityRequest> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 22);
+
+/**
+ * @generated from message holdfast.v1.GetCapacityResponse
+ */
+export type GetCapacityResponse = Message<"holdfast.v1.GetCapacityResponse"> & {
+  /**
+   * @generated from field: repeated holdfast.v1.PoolCapacity pools = 1;
+   */
+  pools: PoolCapacity[];
+
+  /**
+   * The partition's default capacity (0 when none was set).
+   *
+   * @generated from field: uint64 default_capacity = 2;
+   */
+  defaultCapacity: bigint;
+};
+
+/**
+ * Describes the message holdfast.v1.GetCapacityResponse.
+ * Use `create(GetCapacityResponseSchema)` to create a new message.
+ */
+export const GetCapacityResponseSchema: GenMessage<GetCapacityResponse> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 23);
+
+/**
+ * A pool as PostgreSQL has it.
+ *
+ * @generated from message holdfast.v1.PoolCapacity
+ */
+export type PoolCapacity = Message<"holdfast.v1.PoolCapacity"> & {
+  /**
+   * Empty for the partition's default.
+   *
+   * @generated from field: string pool = 1;
+   */
+  pool: string;
+
+  /**
+   * The capacity in effect (its own, or the partition's default).
+   *
+   * @generated from field: uint64 capacity = 2;
+   */
+  capacity: bigint;
+
+  /**
+   * @generated from field: uint64 sold = 3;
+   */
+  sold: bigint;
+
+  /**
+   * True when the pool has no capacity of its own and follows the
+   * partition's default.
+   *
+   * @generated from field: bool partition_default = 4;
+   */
+  partitionDefault: boolean;
+};
+
+/**
+ * Describes the message holdfast.v1.PoolCapacity.
+ * Use `create(PoolCapacitySchema)` to create a new message.
+ */
+export const PoolCapacitySchema: GenMessage<PoolCapacity> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 24);
 
 /**
  * @generated from message holdfast.v1.HealthRequest
@@ -780,7 +1120,7 @@ export type HealthRequest = Message<"holdfast.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 18);
+  messageDesc(file_holdfast_v1_holdfast, 25);
 
 /**
  * @generated from message holdfast.v1.HealthResponse
@@ -862,7 +1202,7 @@ export type HealthResponse = Message<"holdfast.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 19);
+  messageDesc(file_holdfast_v1_holdfast, 26);
 
 /**
  * @generated from message holdfast.v1.MetricsRequest
@@ -875,7 +1215,7 @@ export type MetricsRequest = Message<"holdfast.v1.MetricsRequest"> & {
  * Use `create(MetricsRequestSchema)` to create a new message.
  */
 export const MetricsRequestSchema: GenMessage<MetricsRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 20);
+  messageDesc(file_holdfast_v1_holdfast, 27);
 
 /**
  * @generated from message holdfast.v1.MetricsResponse
@@ -894,7 +1234,7 @@ export type MetricsResponse = Message<"holdfast.v1.MetricsResponse"> & {
  * Use `create(MetricsResponseSchema)` to create a new message.
  */
 export const MetricsResponseSchema: GenMessage<MetricsResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 21);
+  messageDesc(file_holdfast_v1_holdfast, 28);
 
 /**
  * Result of a call. Each value means one thing, so a caller can act on it
@@ -1151,6 +1491,28 @@ export const Holdfast: GenService<{
     methodKind: "unary";
     input: typeof MetricsRequestSchema;
     output: typeof MetricsResponseSchema;
+  },
+  /**
+   * Pools: set the capacity of a pool (or the partition's default) in
+   * PostgreSQL, the system of record. Lowering it below what is sold is
+   * refused.
+   *
+   * @generated from rpc holdfast.v1.Holdfast.SetCapacity
+   */
+  setCapacity: {
+    methodKind: "unary";
+    input: typeof SetCapacityRequestSchema;
+    output: typeof SetCapacityResponseSchema;
+  },
+  /**
+   * Pools: capacity and sold units as PostgreSQL has them.
+   *
+   * @generated from rpc holdfast.v1.Holdfast.GetCapacity
+   */
+  getCapacity: {
+    methodKind: "unary";
+    input: typeof GetCapacityRequestSchema;
+    output: typeof GetCapacityResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_holdfast_v1_holdfast, 0);
