@@ -23,7 +23,8 @@ import harness
 from harness import Client, code_name, pb, wait_for
 
 HTTP_ANY_PORT = 'metrics = { http = true, http_address = "127.0.0.1:0" },'
-RESOURCE_OPS = {"hold", "extend", "release", "confirm", "cancel", "status"}
+RESOURCE_OPS = {"hold", "extend", "release", "confirm", "cancel", "status", "set_capacity",
+                "get_capacity"}
 
 
 # ---- helpers ----
