@@ -28,6 +28,8 @@ static const struct {
     [HF_FN_CONFIRM_CHECK] = {"confirm_check", "hf" HF_LIBRARY_VERSION "_confirm_check"},
     [HF_FN_MARK_CONFIRMED] = {"mark_confirmed", "hf" HF_LIBRARY_VERSION "_mark_confirmed"},
     [HF_FN_CANCEL_CLEAR] = {"cancel_clear", "hf" HF_LIBRARY_VERSION "_cancel_clear"},
+    [HF_FN_SESSION_RENEW] = {"session_renew", "hf" HF_LIBRARY_VERSION "_session_renew"},
+    [HF_FN_SESSION_RELEASE] = {"session_release", "hf" HF_LIBRARY_VERSION "_session_release"},
 };
 
 struct hf_redis_front {

@@ -26,6 +26,8 @@ enum hf_script_fn {
     HF_FN_CONFIRM_CHECK,
     HF_FN_MARK_CONFIRMED,
     HF_FN_CANCEL_CLEAR,
+    HF_FN_SESSION_RENEW,   /* session holds: many holds' renewal in one call */
+    HF_FN_SESSION_RELEASE, /* session holds: their connection closed */
     HF_FN__COUNT
 };
 
