@@ -433,6 +433,7 @@ type Response struct {
 	//	*Response_Status
 	//	*Response_Health
 	//	*Response_Metrics
+	//	*Response_SessionEvent
 	Result        isResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -589,6 +590,15 @@ func (x *Response) GetMetrics() *MetricsResponse {
 	return nil
 }
 
+func (x *Response) GetSessionEvent() *SessionEvent {
+	if x != nil {
+		if x, ok := x.Result.(*Response_SessionEvent); ok {
+			return x.SessionEvent
+		}
+	}
+	return nil
+}
+
 type isResponse_Result interface {
 	isResponse_Result()
 }
@@ -625,6 +635,12 @@ type Response_Metrics struct {
 	Metrics *MetricsResponse `protobuf:"bytes,17,opt,name=metrics,proto3,oneof"`
 }
 
+type Response_SessionEvent struct {
+	// Unsolicited (id 0): the connection's session holds that were lost.
+	// Sent only on a connection that has taken a session hold.
+	SessionEvent *SessionEvent `protobuf:"bytes,30,opt,name=session_event,json=sessionEvent,proto3,oneof"`
+}
+
 func (*Response_Hold) isResponse_Result() {}
 
 func (*Response_Extend) isResponse_Result() {}
@@ -640,6 +656,8 @@ func (*Response_Status) isResponse_Result() {}
 func (*Response_Health) isResponse_Result() {}
 
 func (*Response_Metrics) isResponse_Result() {}
+
+func (*Response_SessionEvent) isResponse_Result() {}
 
 type ErrorDetail struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -761,7 +779,15 @@ type HoldRequest struct {
 	// request applies to every leg of the trip from from_stop to to_stop of
 	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
 	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
-	Segment       *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	Segment *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	// Bind the hold to this connection (docs/sessions.md): while the
+	// connection lives the daemon renews the hold's TTL (the namespace's
+	// session_ttl_ms, clamped to its TTL bounds), and when the connection
+	// closes it releases the hold at once. ttl_ms must then be 0. A session
+	// hold the daemon can no longer keep is reported on the connection as a
+	// SessionEvent (Response id 0); a daemon restart never adopts it: it
+	// expires with its session TTL.
+	Session       bool `protobuf:"varint,16,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -829,6 +855,13 @@ func (x *HoldRequest) GetSegment() *Segment {
 		return x.Segment
 	}
 	return nil
+}
+
+func (x *HoldRequest) GetSession() bool {
+	if x != nil {
+		return x.Session
+	}
+	return false
 }
 
 type HoldResponse struct {
@@ -1726,6 +1759,155 @@ func (x *StatusResponse) GetResources() []*ResourceStatus {
 	return nil
 }
 
+// The session holds of this connection that are no longer held (sent as a
+// Response with id 0, code OK and result `session_event`; only to a
+// connection that has taken a session hold, so older clients, which treat
+// an id-0 frame as the end of the connection, never see one).
+type SessionEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lost          []*SessionHoldLost     `protobuf:"bytes,1,rep,name=lost,proto3" json:"lost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEvent) Reset() {
+	*x = SessionEvent{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEvent) ProtoMessage() {}
+
+func (x *SessionEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
+func (*SessionEvent) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SessionEvent) GetLost() []*SessionHoldLost {
+	if x != nil {
+		return x.Lost
+	}
+	return nil
+}
+
+type SessionHoldLost struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Partition string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The hold's ids as its answers name them ("<id>@<leg>" with a segment).
+	Ids []string `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
+	// The fence of the hold's token: with namespace and partition, which
+	// hold this is.
+	Fence uint64 `protobuf:"varint,4,opt,name=fence,proto3" json:"fence,omitempty"`
+	// CODE_NOT_HELD: expired, or it could not be renewed before its TTL ran
+	// out (Redis unreachable or paused); CODE_HELD_BY_ANOTHER: an id is now
+	// another token's; CODE_CONFIRMED: an id is sold (e.g. a Confirm of this
+	// token on another connection, or a sale after the hold was lost).
+	Reason Code `protobuf:"varint,5,opt,name=reason,proto3,enum=holdfast.v1.Code" json:"reason,omitempty"`
+	// The first id the reason is about.
+	ResourceId string `protobuf:"bytes,6,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// Human-readable explanation; never contains a token.
+	Message       string `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionHoldLost) Reset() {
+	*x = SessionHoldLost{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionHoldLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionHoldLost) ProtoMessage() {}
+
+func (x *SessionHoldLost) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionHoldLost.ProtoReflect.Descriptor instead.
+func (*SessionHoldLost) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SessionHoldLost) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *SessionHoldLost) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *SessionHoldLost) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *SessionHoldLost) GetFence() uint64 {
+	if x != nil {
+		return x.Fence
+	}
+	return 0
+}
+
+func (x *SessionHoldLost) GetReason() Code {
+	if x != nil {
+		return x.Reason
+	}
+	return Code_CODE_UNSPECIFIED
+}
+
+func (x *SessionHoldLost) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *SessionHoldLost) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type HealthRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -1734,7 +1916,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1928,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[18]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1941,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{18}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{20}
 }
 
 type HealthResponse struct {
@@ -1789,7 +1971,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1801,7 +1983,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[19]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1814,7 +1996,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{19}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *HealthResponse) GetLive() bool {
@@ -1902,7 +2084,7 @@ type MetricsRequest struct {
 
 func (x *MetricsRequest) Reset() {
 	*x = MetricsRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1914,7 +2096,7 @@ func (x *MetricsRequest) String() string {
 func (*MetricsRequest) ProtoMessage() {}
 
 func (x *MetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[20]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1927,7 +2109,7 @@ func (x *MetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsRequest.ProtoReflect.Descriptor instead.
 func (*MetricsRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{20}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{22}
 }
 
 type MetricsResponse struct {
@@ -1940,7 +2122,7 @@ type MetricsResponse struct {
 
 func (x *MetricsResponse) Reset() {
 	*x = MetricsResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2134,7 @@ func (x *MetricsResponse) String() string {
 func (*MetricsResponse) ProtoMessage() {}
 
 func (x *MetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[21]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2147,7 @@ func (x *MetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsResponse.ProtoReflect.Descriptor instead.
 func (*MetricsResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{21}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *MetricsResponse) GetText() string {
@@ -1994,7 +2176,7 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x06status\x18\x0f \x01(\v2\x1a.holdfast.v1.StatusRequestH\x00R\x06status\x124\n" +
 	"\x06health\x18\x10 \x01(\v2\x1a.holdfast.v1.HealthRequestH\x00R\x06health\x127\n" +
 	"\ametrics\x18\x11 \x01(\v2\x1b.holdfast.v1.MetricsRequestH\x00R\ametricsB\b\n" +
-	"\x06method\"\x93\x05\n" +
+	"\x06method\"\xd5\x05\n" +
 	"\bResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
 	"\x0ecorrelation_id\x18\x02 \x01(\tR\rcorrelationId\x12%\n" +
@@ -2010,7 +2192,8 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x06cancel\x18\x0e \x01(\v2\x1b.holdfast.v1.CancelResponseH\x00R\x06cancel\x125\n" +
 	"\x06status\x18\x0f \x01(\v2\x1b.holdfast.v1.StatusResponseH\x00R\x06status\x125\n" +
 	"\x06health\x18\x10 \x01(\v2\x1b.holdfast.v1.HealthResponseH\x00R\x06health\x128\n" +
-	"\ametrics\x18\x11 \x01(\v2\x1c.holdfast.v1.MetricsResponseH\x00R\ametricsB\b\n" +
+	"\ametrics\x18\x11 \x01(\v2\x1c.holdfast.v1.MetricsResponseH\x00R\ametrics\x12@\n" +
+	"\rsession_event\x18\x1e \x01(\v2\x19.holdfast.v1.SessionEventH\x00R\fsessionEventB\b\n" +
 	"\x06result\"D\n" +
 	"\vErrorDetail\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1f\n" +
@@ -2018,13 +2201,14 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"resourceId\"?\n" +
 	"\aSegment\x12\x1b\n" +
 	"\tfrom_stop\x18\x01 \x01(\rR\bfromStop\x12\x17\n" +
-	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\xa2\x01\n" +
+	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\xbc\x01\n" +
 	"\vHoldRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\rR\x05ttlMs\x12.\n" +
-	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\"Q\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12\x18\n" +
+	"\asession\x18\x10 \x01(\bR\asession\"Q\n" +
 	"\fHoldResponse\x12\x14\n" +
 	"\x05token\x18\x01 \x01(\tR\x05token\x12\x14\n" +
 	"\x05fence\x18\x02 \x01(\x04R\x05fence\x12\x15\n" +
@@ -2087,7 +2271,18 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x06ttl_ms\x18\x03 \x01(\x03R\x05ttlMs\x12\x14\n" +
 	"\x05owned\x18\x04 \x01(\bR\x05owned\"K\n" +
 	"\x0eStatusResponse\x129\n" +
-	"\tresources\x18\x01 \x03(\v2\x1b.holdfast.v1.ResourceStatusR\tresources\"\x0f\n" +
+	"\tresources\x18\x01 \x03(\v2\x1b.holdfast.v1.ResourceStatusR\tresources\"@\n" +
+	"\fSessionEvent\x120\n" +
+	"\x04lost\x18\x01 \x03(\v2\x1c.holdfast.v1.SessionHoldLostR\x04lost\"\xdb\x01\n" +
+	"\x0fSessionHoldLost\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
+	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x14\n" +
+	"\x05fence\x18\x04 \x01(\x04R\x05fence\x12)\n" +
+	"\x06reason\x18\x05 \x01(\x0e2\x11.holdfast.v1.CodeR\x06reason\x12\x1f\n" +
+	"\vresource_id\x18\x06 \x01(\tR\n" +
+	"resourceId\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\"\x0f\n" +
 	"\rHealthRequest\"\xbf\x02\n" +
 	"\x0eHealthResponse\x12\x12\n" +
 	"\x04live\x18\x01 \x01(\bR\x04live\x12\x14\n" +
@@ -2156,7 +2351,7 @@ func file_holdfast_v1_holdfast_proto_rawDescGZIP() []byte {
 }
 
 var file_holdfast_v1_holdfast_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_holdfast_v1_holdfast_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_holdfast_v1_holdfast_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_holdfast_v1_holdfast_proto_goTypes = []any{
 	(Code)(0),               // 0: holdfast.v1.Code
 	(ResourceState)(0),      // 1: holdfast.v1.ResourceState
@@ -2178,10 +2373,12 @@ var file_holdfast_v1_holdfast_proto_goTypes = []any{
 	(*StatusRequest)(nil),   // 17: holdfast.v1.StatusRequest
 	(*ResourceStatus)(nil),  // 18: holdfast.v1.ResourceStatus
 	(*StatusResponse)(nil),  // 19: holdfast.v1.StatusResponse
-	(*HealthRequest)(nil),   // 20: holdfast.v1.HealthRequest
-	(*HealthResponse)(nil),  // 21: holdfast.v1.HealthResponse
-	(*MetricsRequest)(nil),  // 22: holdfast.v1.MetricsRequest
-	(*MetricsResponse)(nil), // 23: holdfast.v1.MetricsResponse
+	(*SessionEvent)(nil),    // 20: holdfast.v1.SessionEvent
+	(*SessionHoldLost)(nil), // 21: holdfast.v1.SessionHoldLost
+	(*HealthRequest)(nil),   // 22: holdfast.v1.HealthRequest
+	(*HealthResponse)(nil),  // 23: holdfast.v1.HealthResponse
+	(*MetricsRequest)(nil),  // 24: holdfast.v1.MetricsRequest
+	(*MetricsResponse)(nil), // 25: holdfast.v1.MetricsResponse
 }
 var file_holdfast_v1_holdfast_proto_depIdxs = []int32{
 	6,  // 0: holdfast.v1.Request.hold:type_name -> holdfast.v1.HoldRequest
@@ -2190,8 +2387,8 @@ var file_holdfast_v1_holdfast_proto_depIdxs = []int32{
 	12, // 3: holdfast.v1.Request.confirm:type_name -> holdfast.v1.ConfirmRequest
 	15, // 4: holdfast.v1.Request.cancel:type_name -> holdfast.v1.CancelRequest
 	17, // 5: holdfast.v1.Request.status:type_name -> holdfast.v1.StatusRequest
-	20, // 6: holdfast.v1.Request.health:type_name -> holdfast.v1.HealthRequest
-	22, // 7: holdfast.v1.Request.metrics:type_name -> holdfast.v1.MetricsRequest
+	22, // 6: holdfast.v1.Request.health:type_name -> holdfast.v1.HealthRequest
+	24, // 7: holdfast.v1.Request.metrics:type_name -> holdfast.v1.MetricsRequest
 	0,  // 8: holdfast.v1.Response.code:type_name -> holdfast.v1.Code
 	4,  // 9: holdfast.v1.Response.error:type_name -> holdfast.v1.ErrorDetail
 	7,  // 10: holdfast.v1.Response.hold:type_name -> holdfast.v1.HoldResponse
@@ -2200,38 +2397,41 @@ var file_holdfast_v1_holdfast_proto_depIdxs = []int32{
 	14, // 13: holdfast.v1.Response.confirm:type_name -> holdfast.v1.ConfirmResponse
 	16, // 14: holdfast.v1.Response.cancel:type_name -> holdfast.v1.CancelResponse
 	19, // 15: holdfast.v1.Response.status:type_name -> holdfast.v1.StatusResponse
-	21, // 16: holdfast.v1.Response.health:type_name -> holdfast.v1.HealthResponse
-	23, // 17: holdfast.v1.Response.metrics:type_name -> holdfast.v1.MetricsResponse
-	5,  // 18: holdfast.v1.HoldRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 19: holdfast.v1.ExtendRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 20: holdfast.v1.ReleaseRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 21: holdfast.v1.ConfirmRequest.segment:type_name -> holdfast.v1.Segment
-	13, // 22: holdfast.v1.ConfirmResponse.claims:type_name -> holdfast.v1.Claim
-	5,  // 23: holdfast.v1.CancelRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 24: holdfast.v1.StatusRequest.segment:type_name -> holdfast.v1.Segment
-	1,  // 25: holdfast.v1.ResourceStatus.state:type_name -> holdfast.v1.ResourceState
-	18, // 26: holdfast.v1.StatusResponse.resources:type_name -> holdfast.v1.ResourceStatus
-	6,  // 27: holdfast.v1.Holdfast.Hold:input_type -> holdfast.v1.HoldRequest
-	8,  // 28: holdfast.v1.Holdfast.Extend:input_type -> holdfast.v1.ExtendRequest
-	10, // 29: holdfast.v1.Holdfast.Release:input_type -> holdfast.v1.ReleaseRequest
-	12, // 30: holdfast.v1.Holdfast.Confirm:input_type -> holdfast.v1.ConfirmRequest
-	15, // 31: holdfast.v1.Holdfast.Cancel:input_type -> holdfast.v1.CancelRequest
-	17, // 32: holdfast.v1.Holdfast.Status:input_type -> holdfast.v1.StatusRequest
-	20, // 33: holdfast.v1.Holdfast.Health:input_type -> holdfast.v1.HealthRequest
-	22, // 34: holdfast.v1.Holdfast.Metrics:input_type -> holdfast.v1.MetricsRequest
-	7,  // 35: holdfast.v1.Holdfast.Hold:output_type -> holdfast.v1.HoldResponse
-	9,  // 36: holdfast.v1.Holdfast.Extend:output_type -> holdfast.v1.ExtendResponse
-	11, // 37: holdfast.v1.Holdfast.Release:output_type -> holdfast.v1.ReleaseResponse
-	14, // 38: holdfast.v1.Holdfast.Confirm:output_type -> holdfast.v1.ConfirmResponse
-	16, // 39: holdfast.v1.Holdfast.Cancel:output_type -> holdfast.v1.CancelResponse
-	19, // 40: holdfast.v1.Holdfast.Status:output_type -> holdfast.v1.StatusResponse
-	21, // 41: holdfast.v1.Holdfast.Health:output_type -> holdfast.v1.HealthResponse
-	23, // 42: holdfast.v1.Holdfast.Metrics:output_type -> holdfast.v1.MetricsResponse
-	35, // [35:43] is the sub-list for method output_type
-	27, // [27:35] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	23, // 16: holdfast.v1.Response.health:type_name -> holdfast.v1.HealthResponse
+	25, // 17: holdfast.v1.Response.metrics:type_name -> holdfast.v1.MetricsResponse
+	20, // 18: holdfast.v1.Response.session_event:type_name -> holdfast.v1.SessionEvent
+	5,  // 19: holdfast.v1.HoldRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 20: holdfast.v1.ExtendRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 21: holdfast.v1.ReleaseRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 22: holdfast.v1.ConfirmRequest.segment:type_name -> holdfast.v1.Segment
+	13, // 23: holdfast.v1.ConfirmResponse.claims:type_name -> holdfast.v1.Claim
+	5,  // 24: holdfast.v1.CancelRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 25: holdfast.v1.StatusRequest.segment:type_name -> holdfast.v1.Segment
+	1,  // 26: holdfast.v1.ResourceStatus.state:type_name -> holdfast.v1.ResourceState
+	18, // 27: holdfast.v1.StatusResponse.resources:type_name -> holdfast.v1.ResourceStatus
+	21, // 28: holdfast.v1.SessionEvent.lost:type_name -> holdfast.v1.SessionHoldLost
+	0,  // 29: holdfast.v1.SessionHoldLost.reason:type_name -> holdfast.v1.Code
+	6,  // 30: holdfast.v1.Holdfast.Hold:input_type -> holdfast.v1.HoldRequest
+	8,  // 31: holdfast.v1.Holdfast.Extend:input_type -> holdfast.v1.ExtendRequest
+	10, // 32: holdfast.v1.Holdfast.Release:input_type -> holdfast.v1.ReleaseRequest
+	12, // 33: holdfast.v1.Holdfast.Confirm:input_type -> holdfast.v1.ConfirmRequest
+	15, // 34: holdfast.v1.Holdfast.Cancel:input_type -> holdfast.v1.CancelRequest
+	17, // 35: holdfast.v1.Holdfast.Status:input_type -> holdfast.v1.StatusRequest
+	22, // 36: holdfast.v1.Holdfast.Health:input_type -> holdfast.v1.HealthRequest
+	24, // 37: holdfast.v1.Holdfast.Metrics:input_type -> holdfast.v1.MetricsRequest
+	7,  // 38: holdfast.v1.Holdfast.Hold:output_type -> holdfast.v1.HoldResponse
+	9,  // 39: holdfast.v1.Holdfast.Extend:output_type -> holdfast.v1.ExtendResponse
+	11, // 40: holdfast.v1.Holdfast.Release:output_type -> holdfast.v1.ReleaseResponse
+	14, // 41: holdfast.v1.Holdfast.Confirm:output_type -> holdfast.v1.ConfirmResponse
+	16, // 42: holdfast.v1.Holdfast.Cancel:output_type -> holdfast.v1.CancelResponse
+	19, // 43: holdfast.v1.Holdfast.Status:output_type -> holdfast.v1.StatusResponse
+	23, // 44: holdfast.v1.Holdfast.Health:output_type -> holdfast.v1.HealthResponse
+	25, // 45: holdfast.v1.Holdfast.Metrics:output_type -> holdfast.v1.MetricsResponse
+	38, // [38:46] is the sub-list for method output_type
+	30, // [30:38] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_holdfast_v1_holdfast_proto_init() }
@@ -2258,6 +2458,7 @@ func file_holdfast_v1_holdfast_proto_init() {
 		(*Response_Status)(nil),
 		(*Response_Health)(nil),
 		(*Response_Metrics)(nil),
+		(*Response_SessionEvent)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2265,7 +2466,7 @@ func file_holdfast_v1_holdfast_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holdfast_v1_holdfast_proto_rawDesc), len(file_holdfast_v1_holdfast_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

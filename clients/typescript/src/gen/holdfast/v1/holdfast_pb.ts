@@ -22,7 +22,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file holdfast/v1/holdfast.proto.
  */
 export const file_holdfast_v1_holdfast: GenFile = /*@__PURE__*/
-  fileDesc("Chpob2xkZmFzdC92MS9ob2xkZmFzdC5wcm90bxILaG9sZGZhc3QudjEivQMKB1JlcXVlc3QSCgoCaWQYASABKAQSFgoOY29ycmVsYXRpb25faWQYAiABKAkSEgoKdGltZW91dF9tcxgDIAEoDRIoCgRob2xkGAogASgLMhguaG9sZGZhc3QudjEuSG9sZFJlcXVlc3RIABIsCgZleHRlbmQYCyABKAsyGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0SAASLgoHcmVsZWFzZRgMIAEoCzIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0SAASLgoHY29uZmlybRgNIAEoCzIbLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXF1ZXN0SAASLAoGY2FuY2VsGA4gASgLMhouaG9sZGZhc3QudjEuQ2FuY2VsUmVxdWVzdEgAEiwKBnN0YXR1cxgPIAEoCzIaLmhvbGRmYXN0LnYxLlN0YXR1c1JlcXVlc3RIABIsCgZoZWFsdGgYECABKAsyGi5ob2xkZmFzdC52MS5IZWFsdGhSZXF1ZXN0SAASLgoHbWV0cmljcxgRIAEoCzIbLmhvbGRmYXN0LnYxLk1ldHJpY3NSZXF1ZXN0SABCCAoGbWV0aG9kIp8ECghSZXNwb25zZRIKCgJpZBgBIAEoBBIWCg5jb3JyZWxhdGlvbl9pZBgCIAEoCRIfCgRjb2RlGAMgASgOMhEuaG9sZGZhc3QudjEuQ29kZRIPCgdtZXNzYWdlGAQgASgJEhAKCGRlZ3JhZGVkGAUgASgIEicKBWVycm9yGAYgASgLMhguaG9sZGZhc3QudjEuRXJyb3JEZXRhaWwSKQoEaG9sZBgKIAEoCzIZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZUgAEi0KBmV4dGVuZBgLIAEoCzIbLmhvbGRmYXN0LnYxLkV4dGVuZFJlc3BvbnNlSAASLwoHcmVsZWFzZRgMIAEoCzIcLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXNwb25zZUgAEi8KB2NvbmZpcm0YDSABKAsyHC5ob2xkZmFzdC52MS5Db25maXJtUmVzcG9uc2VIABItCgZjYW5jZWwYDiABKAsyGy5ob2xkZmFzdC52MS5DYW5jZWxSZXNwb25zZUgAEi0KBnN0YXR1cxgPIAEoCzIbLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlSAASLQoGaGVhbHRoGBAgASgLMhsuaG9sZGZhc3QudjEuSGVhbHRoUmVzcG9uc2VIABIvCgdtZXRyaWNzGBEgASgLMhwuaG9sZGZhc3QudjEuTWV0cmljc1Jlc3BvbnNlSABCCAoGcmVzdWx0IjEKC0Vycm9yRGV0YWlsEg0KBWZpZWxkGAEgASgJEhMKC3Jlc291cmNlX2lkGAIgASgJIi0KB1NlZ21lbnQSEQoJZnJvbV9zdG9wGAEgASgNEg8KB3RvX3N0b3AYAiABKA0idwoLSG9sZFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDgoGdHRsX21zGAQgASgNEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50IjwKDEhvbGRSZXNwb25zZRINCgV0b2tlbhgBIAEoCRINCgVmZW5jZRgCIAEoBBIOCgZ0dGxfbXMYAyABKA0iiAEKDUV4dGVuZFJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSDgoGdHRsX21zGAUgASgNEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50IiAKDkV4dGVuZFJlc3BvbnNlEg4KBnR0bF9tcxgBIAEoDSJ5Cg5SZWxlYXNlUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRINCgV0b2tlbhgEIAEoCRIlCgdzZWdtZW50GA8gASgLMhQuaG9sZGZhc3QudjEuU2VnbWVudCIjCg9SZWxlYXNlUmVzcG9uc2USEAoIcmVsZWFzZWQYASABKA0itgEKDkNvbmZpcm1SZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg0KBXRva2VuGAQgASgJEhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRIRCglyZWZlcmVuY2UYBiABKAkSDwoHcGF5bG9hZBgHIAEoDBIlCgdzZWdtZW50GA8gASgLMhQuaG9sZGZhc3QudjEuU2VnbWVudCJcCgVDbGFpbRITCgtyZXNvdXJjZV9pZBgBIAEoCRINCgVmZW5jZRgCIAEoBBIRCglyZWZlcmVuY2UYAyABKAkSHAoUY29uZmlybWVkX2F0X3VuaXhfbXMYBCABKAMiVgoPQ29uZmlybVJlc3BvbnNlEg0KBWZlbmNlGAEgASgEEiIKBmNsYWltcxgCIAMoCzISLmhvbGRmYXN0LnYxLkNsYWltEhAKCHJlcGxheWVkGAMgASgIIpUBCg1DYW5jZWxSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCRIRCglyZWZlcmVuY2UYBSABKAkSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQiNQoOQ2FuY2VsUmVzcG9uc2USEQoJY2FuY2VsbGVkGAEgASgNEhAKCHJlcGxheWVkGAIgASgIIngKDVN0YXR1c1JlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQiZgoOUmVzb3VyY2VTdGF0dXMSCgoCaWQYASABKAkSKQoFc3RhdGUYAiABKA4yGi5ob2xkZmFzdC52MS5SZXNvdXJjZVN0YXRlEg4KBnR0bF9tcxgDIAEoAxINCgVvd25lZBgEIAEoCCJACg5TdGF0dXNSZXNwb25zZRIuCglyZXNvdXJjZXMYASADKAsyGy5ob2xkZmFzdC52MS5SZXNvdXJjZVN0YXR1cyIPCg1IZWFsdGhSZXF1ZXN0ItUBCg5IZWFsdGhSZXNwb25zZRIMCgRsaXZlGAEgASgIEg0KBXJlYWR5GAIgASgIEg8KB3ZlcnNpb24YAyABKAkSDQoFcmVkaXMYBCABKAkSEAoIcG9zdGdyZXMYBSABKAkSEwoLc2NyaXB0X3BhdGgYBiABKAkSFAoMcmVsZWFzZV9wYXRoGAcgASgJEg8KB2xpYnJhcnkYCCABKAkSEwoLY29ubmVjdGlvbnMYCSABKA0SEQoJaW5fZmxpZ2h0GAogASgNEhAKCGRyYWluaW5nGAsgASgIIhAKDk1ldHJpY3NSZXF1ZXN0Ih8KD01ldHJpY3NSZXNwb25zZRIMCgR0ZXh0GAEgASgJKqMDCgRDb2RlEhQKEENPREVfVU5TUEVDSUZJRUQQABILCgdDT0RFX09LEAESGAoUQ09ERV9IRUxEX0JZX0FOT1RIRVIQAhIRCg1DT0RFX05PVF9IRUxEEAMSEgoOQ09ERV9DT05GSVJNRUQQBBIZChVDT0RFX0lOVkFMSURfQVJHVU1FTlQQBRIUChBDT0RFX1VOQVZBSUxBQkxFEAYSGgoWQ09ERV9ERUFETElORV9FWENFRURFRBAHEhsKF0NPREVfUkVTT1VSQ0VfRVhIQVVTVEVEEAgSGgoWQ09ERV9QRVJNSVNTSU9OX0RFTklFRBAJEhEKDUNPREVfQ09ORkxJQ1QQChISCg5DT0RFX0hPTERfTE9TVBALEg4KCkNPREVfU1RBTEUQDBIdChlDT0RFX0lERU1QT1RFTkNZX01JU01BVENIEA0SEgoOQ09ERV9OT1RfRk9VTkQQDhIWChJDT0RFX1VOSU1QTEVNRU5URUQQDxIRCg1DT0RFX0lOVEVSTkFMEBASHAoYQ09ERV9GQUlMRURfUFJFQ09ORElUSU9OEBEqfwoNUmVzb3VyY2VTdGF0ZRIeChpSRVNPVVJDRV9TVEFURV9VTlNQRUNJRklFRBAAEhcKE1JFU09VUkNFX1NUQVRFX0ZSRUUQARIXChNSRVNPVVJDRV9TVEFURV9IRUxEEAISHAoYUkVTT1VSQ0VfU1RBVEVfQ09ORklSTUVEEAMypQQKCEhvbGRmYXN0EjsKBEhvbGQSGC5ob2xkZmFzdC52MS5Ib2xkUmVxdWVzdBoZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZRJBCgZFeHRlbmQSGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0GhsuaG9sZGZhc3QudjEuRXh0ZW5kUmVzcG9uc2USRAoHUmVsZWFzZRIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0GhwuaG9sZGZhc3QudjEuUmVsZWFzZVJlc3BvbnNlEkQKB0NvbmZpcm0SGy5ob2xkZmFzdC52MS5Db25maXJtUmVxdWVzdBocLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXNwb25zZRJBCgZDYW5jZWwSGi5ob2xkZmFzdC52MS5DYW5jZWxSZXF1ZXN0GhsuaG9sZGZhc3QudjEuQ2FuY2VsUmVzcG9uc2USQQoGU3RhdHVzEhouaG9sZGZhc3QudjEuU3RhdHVzUmVxdWVzdBobLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlEkEKBkhlYWx0aBIaLmhvbGRmYXN0LnYxLkhlYWx0aFJlcXVlc3QaGy5ob2xkZmFzdC52MS5IZWFsdGhSZXNwb25zZRJECgdNZXRyaWNzEhsuaG9sZGZhc3QudjEuTWV0cmljc1JlcXVlc3QaHC5ob2xkZmFzdC52MS5NZXRyaWNzUmVzcG9uc2VCYQoPZGV2LmhvbGRmYXN0LnYxQg1Ib2xkZmFzdFByb3RvUAFaPWdpdGh1Yi5jb20vaG9sZGZhc3QvaG9sZGZhc3QvY2xpZW50cy9nby9ob2xkZmFzdHBiO2hvbGRmYXN0cGJiBnByb3RvMw");
+  fileDesc("Chpob2xkZmFzdC92MS9ob2xkZmFzdC5wcm90bxILaG9sZGZhc3QudjEivQMKB1JlcXVlc3QSCgoCaWQYASABKAQSFgoOY29ycmVsYXRpb25faWQYAiABKAkSEgoKdGltZW91dF9tcxgDIAEoDRIoCgRob2xkGAogASgLMhguaG9sZGZhc3QudjEuSG9sZFJlcXVlc3RIABIsCgZleHRlbmQYCyABKAsyGi5ob2xkZmFzdC52MS5FeHRlbmRSZXF1ZXN0SAASLgoHcmVsZWFzZRgMIAEoCzIbLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXF1ZXN0SAASLgoHY29uZmlybRgNIAEoCzIbLmhvbGRmYXN0LnYxLkNvbmZpcm1SZXF1ZXN0SAASLAoGY2FuY2VsGA4gASgLMhouaG9sZGZhc3QudjEuQ2FuY2VsUmVxdWVzdEgAEiwKBnN0YXR1cxgPIAEoCzIaLmhvbGRmYXN0LnYxLlN0YXR1c1JlcXVlc3RIABIsCgZoZWFsdGgYECABKAsyGi5ob2xkZmFzdC52MS5IZWFsdGhSZXF1ZXN0SAASLgoHbWV0cmljcxgRIAEoCzIbLmhvbGRmYXN0LnYxLk1ldHJpY3NSZXF1ZXN0SABCCAoGbWV0aG9kItMECghSZXNwb25zZRIKCgJpZBgBIAEoBBIWCg5jb3JyZWxhdGlvbl9pZBgCIAEoCRIfCgRjb2RlGAMgASgOMhEuaG9sZGZhc3QudjEuQ29kZRIPCgdtZXNzYWdlGAQgASgJEhAKCGRlZ3JhZGVkGAUgASgIEicKBWVycm9yGAYgASgLMhguaG9sZGZhc3QudjEuRXJyb3JEZXRhaWwSKQoEaG9sZBgKIAEoCzIZLmhvbGRmYXN0LnYxLkhvbGRSZXNwb25zZUgAEi0KBmV4dGVuZBgLIAEoCzIbLmhvbGRmYXN0LnYxLkV4dGVuZFJlc3BvbnNlSAASLwoHcmVsZWFzZRgMIAEoCzIcLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXNwb25zZUgAEi8KB2NvbmZpcm0YDSABKAsyHC5ob2xkZmFzdC52MS5Db25maXJtUmVzcG9uc2VIABItCgZjYW5jZWwYDiABKAsyGy5ob2xkZmFzdC52MS5DYW5jZWxSZXNwb25zZUgAEi0KBnN0YXR1cxgPIAEoCzIbLmhvbGRmYXN0LnYxLlN0YXR1c1Jlc3BvbnNlSAASLQoGaGVhbHRoGBAgASgLMhsuaG9sZGZhc3QudjEuSGVhbHRoUmVzcG9uc2VIABIvCgdtZXRyaWNzGBEgASgLMhwuaG9sZGZhc3QudjEuTWV0cmljc1Jlc3BvbnNlSAASMgoNc2Vzc2lvbl9ldmVudBgeIAEoCzIZLmhvbGRmYXN0LnYxLlNlc3Npb25FdmVudEgAQggKBnJlc3VsdCIxCgtFcnJvckRldGFpbBINCgVmaWVsZBgBIAEoCRITCgtyZXNvdXJjZV9pZBgCIAEoCSItCgdTZWdtZW50EhEKCWZyb21fc3RvcBgBIAEoDRIPCgd0b19zdG9wGAIgASgNIogBCgtIb2xkUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRIOCgZ0dGxfbXMYBCABKA0SJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQSDwoHc2Vzc2lvbhgQIAEoCCI8CgxIb2xkUmVzcG9uc2USDQoFdG9rZW4YASABKAkSDQoFZmVuY2UYAiABKAQSDgoGdHRsX21zGAMgASgNIogBCg1FeHRlbmRSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg0KBXRva2VuGAQgASgJEg4KBnR0bF9tcxgFIAEoDRIlCgdzZWdtZW50GA8gASgLMhQuaG9sZGZhc3QudjEuU2VnbWVudCIgCg5FeHRlbmRSZXNwb25zZRIOCgZ0dGxfbXMYASABKA0ieQoOUmVsZWFzZVJlcXVlc3QSEQoJbmFtZXNwYWNlGAEgASgJEhEKCXBhcnRpdGlvbhgCIAEoCRILCgNpZHMYAyADKAkSDQoFdG9rZW4YBCABKAkSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQiIwoPUmVsZWFzZVJlc3BvbnNlEhAKCHJlbGVhc2VkGAEgASgNIrYBCg5Db25maXJtUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRINCgV0b2tlbhgEIAEoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSEQoJcmVmZXJlbmNlGAYgASgJEg8KB3BheWxvYWQYByABKAwSJQoHc2VnbWVudBgPIAEoCzIULmhvbGRmYXN0LnYxLlNlZ21lbnQiXAoFQ2xhaW0SEwoLcmVzb3VyY2VfaWQYASABKAkSDQoFZmVuY2UYAiABKAQSEQoJcmVmZXJlbmNlGAMgASgJEhwKFGNvbmZpcm1lZF9hdF91bml4X21zGAQgASgDIlYKD0NvbmZpcm1SZXNwb25zZRINCgVmZW5jZRgBIAEoBBIiCgZjbGFpbXMYAiADKAsyEi5ob2xkZmFzdC52MS5DbGFpbRIQCghyZXBsYXllZBgDIAEoCCKVAQoNQ2FuY2VsUmVxdWVzdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRIXCg9pZGVtcG90ZW5jeV9rZXkYBCABKAkSEQoJcmVmZXJlbmNlGAUgASgJEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50IjUKDkNhbmNlbFJlc3BvbnNlEhEKCWNhbmNlbGxlZBgBIAEoDRIQCghyZXBsYXllZBgCIAEoCCJ4Cg1TdGF0dXNSZXF1ZXN0EhEKCW5hbWVzcGFjZRgBIAEoCRIRCglwYXJ0aXRpb24YAiABKAkSCwoDaWRzGAMgAygJEg0KBXRva2VuGAQgASgJEiUKB3NlZ21lbnQYDyABKAsyFC5ob2xkZmFzdC52MS5TZWdtZW50ImYKDlJlc291cmNlU3RhdHVzEgoKAmlkGAEgASgJEikKBXN0YXRlGAIgASgOMhouaG9sZGZhc3QudjEuUmVzb3VyY2VTdGF0ZRIOCgZ0dGxfbXMYAyABKAMSDQoFb3duZWQYBCABKAgiQAoOU3RhdHVzUmVzcG9uc2USLgoJcmVzb3VyY2VzGAEgAygLMhsuaG9sZGZhc3QudjEuUmVzb3VyY2VTdGF0dXMiOgoMU2Vzc2lvbkV2ZW50EioKBGxvc3QYASADKAsyHC5ob2xkZmFzdC52MS5TZXNzaW9uSG9sZExvc3QinAEKD1Nlc3Npb25Ib2xkTG9zdBIRCgluYW1lc3BhY2UYASABKAkSEQoJcGFydGl0aW9uGAIgASgJEgsKA2lkcxgDIAMoCRINCgVmZW5jZRgEIAEoBBIhCgZyZWFzb24YBSABKA4yES5ob2xkZmFzdC52MS5Db2RlEhMKC3Jlc291cmNlX2lkGAYgASgJEg8KB21lc3NhZ2UYByABKAkiDwoNSGVhbHRoUmVxdWVzdCLVAQoOSGVhbHRoUmVzcG9uc2USDAoEbGl2ZRgBIAEoCBINCgVyZWFkeRgCIAEoCBIPCgd2ZXJzaW9uGAMgASgJEg0KBXJlZGlzGAQgASgJEhAKCHBvc3RncmVzGAUgASgJEhMKC3NjcmlwdF9wYXRoGAYgASgJEhQKDHJlbGVhc2VfcGF0aBgHIAEoCRIPCgdsaWJyYXJ5GAggASgJEhMKC2Nvbm5lY3Rpb25zGAkgASgNEhEKCWluX2ZsaWdodBgKIAEoDRIQCghkcmFpbmluZxgLIAEoCCIQCg5NZXRyaWNzUmVxdWVzdCIfCg9NZXRyaWNzUmVzcG9uc2USDAoEdGV4dBgBIAEoCSqjAwoEQ29kZRIUChBDT0RFX1VOU1BFQ0lGSUVEEAASCwoHQ09ERV9PSxABEhgKFENPREVfSEVMRF9CWV9BTk9USEVSEAISEQoNQ09ERV9OT1RfSEVMRBADEhIKDkNPREVfQ09ORklSTUVEEAQSGQoVQ09ERV9JTlZBTElEX0FSR1VNRU5UEAUSFAoQQ09ERV9VTkFWQUlMQUJMRRAGEhoKFkNPREVfREVBRExJTkVfRVhDRUVERUQQBxIbChdDT0RFX1JFU09VUkNFX0VYSEFVU1RFRBAIEhoKFkNPREVfUEVSTUlTU0lPTl9ERU5JRUQQCRIRCg1DT0RFX0NPTkZMSUNUEAoSEgoOQ09ERV9IT0xEX0xPU1QQCxIOCgpDT0RFX1NUQUxFEAwSHQoZQ09ERV9JREVNUE9URU5DWV9NSVNNQVRDSBANEhIKDkNPREVfTk9UX0ZPVU5EEA4SFgoSQ09ERV9VTklNUExFTUVOVEVEEA8SEQoNQ09ERV9JTlRFUk5BTBAQEhwKGENPREVfRkFJTEVEX1BSRUNPTkRJVElPThARKn8KDVJlc291cmNlU3RhdGUSHgoaUkVTT1VSQ0VfU1RBVEVfVU5TUEVDSUZJRUQQABIXChNSRVNPVVJDRV9TVEFURV9GUkVFEAESFwoTUkVTT1VSQ0VfU1RBVEVfSEVMRBACEhwKGFJFU09VUkNFX1NUQVRFX0NPTkZJUk1FRBADMqUECghIb2xkZmFzdBI7CgRIb2xkEhguaG9sZGZhc3QudjEuSG9sZFJlcXVlc3QaGS5ob2xkZmFzdC52MS5Ib2xkUmVzcG9uc2USQQoGRXh0ZW5kEhouaG9sZGZhc3QudjEuRXh0ZW5kUmVxdWVzdBobLmhvbGRmYXN0LnYxLkV4dGVuZFJlc3BvbnNlEkQKB1JlbGVhc2USGy5ob2xkZmFzdC52MS5SZWxlYXNlUmVxdWVzdBocLmhvbGRmYXN0LnYxLlJlbGVhc2VSZXNwb25zZRJECgdDb25maXJtEhsuaG9sZGZhc3QudjEuQ29uZmlybVJlcXVlc3QaHC5ob2xkZmFzdC52MS5Db25maXJtUmVzcG9uc2USQQoGQ2FuY2VsEhouaG9sZGZhc3QudjEuQ2FuY2VsUmVxdWVzdBobLmhvbGRmYXN0LnYxLkNhbmNlbFJlc3BvbnNlEkEKBlN0YXR1cxIaLmhvbGRmYXN0LnYxLlN0YXR1c1JlcXVlc3QaGy5ob2xkZmFzdC52MS5TdGF0dXNSZXNwb25zZRJBCgZIZWFsdGgSGi5ob2xkZmFzdC52MS5IZWFsdGhSZXF1ZXN0GhsuaG9sZGZhc3QudjEuSGVhbHRoUmVzcG9uc2USRAoHTWV0cmljcxIbLmhvbGRmYXN0LnYxLk1ldHJpY3NSZXF1ZXN0GhwuaG9sZGZhc3QudjEuTWV0cmljc1Jlc3BvbnNlQmEKD2Rldi5ob2xkZmFzdC52MUINSG9sZGZhc3RQcm90b1ABWj1naXRodWIuY29tL2hvbGRmYXN0L2hvbGRmYXN0L2NsaWVudHMvZ28vaG9sZGZhc3RwYjtob2xkZmFzdHBiYgZwcm90bzM");
 
 /**
  * @generated from message holdfast.v1.Request
@@ -209,6 +209,15 @@ export type Response = Message<"holdfast.v1.Response"> & {
      */
     value: MetricsResponse;
     case: "metrics";
+  } | {
+    /**
+     * Unsolicited (id 0): the connection's session holds that were lost.
+     * Sent only on a connection that has taken a session hold.
+     *
+     * @generated from field: holdfast.v1.SessionEvent session_event = 30;
+     */
+    value: SessionEvent;
+    case: "sessionEvent";
   } | { case: undefined; value?: undefined };
 };
 
@@ -307,6 +316,19 @@ export type HoldRequest = Message<"holdfast.v1.HoldRequest"> & {
    * @generated from field: holdfast.v1.Segment segment = 15;
    */
   segment?: Segment | undefined;
+
+  /**
+   * Bind the hold to this connection (docs/sessions.md): while the
+   * connection lives the daemon renews the hold's TTL (the namespace's
+   * session_ttl_ms, clamped to its TTL bounds), and when the connection
+   * closes it releases the hold at once. ttl_ms must then be 0. A session
+   * hold the daemon can no longer keep is reported on the connection as a
+   * SessionEvent (Response id 0); a daemon restart never adopts it: it
+   * expires with its session TTL.
+   *
+   * @generated from field: bool session = 16;
+   */
+  session: boolean;
 };
 
 /**
@@ -770,6 +792,89 @@ export const StatusResponseSchema: GenMessage<StatusResponse> = /*@__PURE__*/
   messageDesc(file_holdfast_v1_holdfast, 17);
 
 /**
+ * The session holds of this connection that are no longer held (sent as a
+ * Response with id 0, code OK and result `session_event`; only to a
+ * connection that has taken a session hold, so older clients, which treat
+ * an id-0 frame as the end of the connection, never see one).
+ *
+ * @generated from message holdfast.v1.SessionEvent
+ */
+export type SessionEvent = Message<"holdfast.v1.SessionEvent"> & {
+  /**
+   * @generated from field: repeated holdfast.v1.SessionHoldLost lost = 1;
+   */
+  lost: SessionHoldLost[];
+};
+
+/**
+ * Describes the message holdfast.v1.SessionEvent.
+ * Use `create(SessionEventSchema)` to create a new message.
+ */
+export const SessionEventSchema: GenMessage<SessionEvent> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 18);
+
+/**
+ * @generated from message holdfast.v1.SessionHoldLost
+ */
+export type SessionHoldLost = Message<"holdfast.v1.SessionHoldLost"> & {
+  /**
+   * @generated from field: string namespace = 1;
+   */
+  namespace: string;
+
+  /**
+   * @generated from field: string partition = 2;
+   */
+  partition: string;
+
+  /**
+   * The hold's ids as its answers name them ("<id>@<leg>" with a segment).
+   *
+   * @generated from field: repeated string ids = 3;
+   */
+  ids: string[];
+
+  /**
+   * The fence of the hold's token: with namespace and partition, which
+   * hold this is.
+   *
+   * @generated from field: uint64 fence = 4;
+   */
+  fence: bigint;
+
+  /**
+   * CODE_NOT_HELD: expired, or it could not be renewed before its TTL ran
+   * out (Redis unreachable or paused); CODE_HELD_BY_ANOTHER: an id is now
+   * another token's; CODE_CONFIRMED: an id is sold (e.g. a Confirm of this
+   * token on another connection, or a sale after the hold was lost).
+   *
+   * @generated from field: holdfast.v1.Code reason = 5;
+   */
+  reason: Code;
+
+  /**
+   * The first id the reason is about.
+   *
+   * @generated from field: string resource_id = 6;
+   */
+  resourceId: string;
+
+  /**
+   * Human-readable explanation; never contains a token.
+   *
+   * @generated from field: string message = 7;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message holdfast.v1.SessionHoldLost.
+ * Use `create(SessionHoldLostSchema)` to create a new message.
+ */
+export const SessionHoldLostSchema: GenMessage<SessionHoldLost> = /*@__PURE__*/
+  messageDesc(file_holdfast_v1_holdfast, 19);
+
+/**
  * @generated from message holdfast.v1.HealthRequest
  */
 export type HealthRequest = Message<"holdfast.v1.HealthRequest"> & {
@@ -780,7 +885,7 @@ export type HealthRequest = Message<"holdfast.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 18);
+  messageDesc(file_holdfast_v1_holdfast, 20);
 
 /**
  * @generated from message holdfast.v1.HealthResponse
@@ -862,7 +967,7 @@ export type HealthResponse = Message<"holdfast.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 19);
+  messageDesc(file_holdfast_v1_holdfast, 21);
 
 /**
  * @generated from message holdfast.v1.MetricsRequest
@@ -875,7 +980,7 @@ export type MetricsRequest = Message<"holdfast.v1.MetricsRequest"> & {
  * Use `create(MetricsRequestSchema)` to create a new message.
  */
 export const MetricsRequestSchema: GenMessage<MetricsRequest> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 20);
+  messageDesc(file_holdfast_v1_holdfast, 22);
 
 /**
  * @generated from message holdfast.v1.MetricsResponse
@@ -894,7 +999,7 @@ export type MetricsResponse = Message<"holdfast.v1.MetricsResponse"> & {
  * Use `create(MetricsResponseSchema)` to create a new message.
  */
 export const MetricsResponseSchema: GenMessage<MetricsResponse> = /*@__PURE__*/
-  messageDesc(file_holdfast_v1_holdfast, 21);
+  messageDesc(file_holdfast_v1_holdfast, 23);
 
 /**
  * Result of a call. Each value means one thing, so a caller can act on it
