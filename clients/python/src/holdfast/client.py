@@ -320,8 +320,9 @@ class Client:
         (docs/sessions.md): the daemon renews it while the connection lives
         and releases it at once when the connection closes (the process
         exits or is killed). ttl_ms must then be 0. If the daemon cannot keep
-        it, `hold.lost` becomes the error that says why and `on_lost(hold)`
-        runs once, on the client's reader thread (keep it short)."""
+        it, or the connection ends, `hold.lost` becomes the error that says
+        why and `on_lost(hold)` runs once: on the client's reader thread, or
+        in close() (keep it short)."""
         ids = m.check_ids(ids)
         cid = correlation_id or m.new_correlation_id()
         r, resp, conn = self._call_on("hold", m.hold_req(namespace, partition, ids, ttl_ms, session),
