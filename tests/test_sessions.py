@@ -161,7 +161,7 @@ def test_closing_the_connection_releases_only_that_connections_session_holds(mak
 # ---- the holder stays ----
 
 def test_an_idle_holder_keeps_its_hold_past_ten_session_ttls(make_daemon, redis):
-    ttl = 300 if SLOW == 1 else 1000
+    ttl = 400 if SLOW == 1 else 1000
     daemon = make_daemon(namespaces=namespaces(ttl))
     with Client(daemon.socket) as c:
         h = held(c, "seat", "run-1", ["E7"])
