@@ -398,6 +398,64 @@ local function pool_mark_sold(keys, args)
   return done
 end
 
+-- Session holds (docs/sessions.md): many holds in one call, one call per
+-- renewal tick of a connection (or per slot in a cluster).
+-- KEYS = the hold keys of every hold, one hold after the other.
+-- ARGV = per hold: token, number of its keys, TTL in ms.
+-- A hold whose keys all still hold its token gets its TTL topped up to
+-- ARGV's TTL (never shortened: a Confirm's window or a longer Extend
+-- stays). Any other hold is lost: whatever of it this token still holds
+-- is deleted (a hold is all or nothing).
+-- -> flat {state, index} per hold (index: 1-based within the hold, 0 when
+-- GRANTED).
+local function session_renew(keys, args)
+  local out, k = {}, 0
+  for h = 1, #args, 3 do
+    local token, n, ttl = args[h], tonumber(args[h + 1]), tonumber(args[h + 2])
+    local state, index = GRANTED, 0
+    for i = 1, n do
+      local s = state_of(redis.call('GET', keys[k + i]), token)
+      if s ~= GRANTED then
+        state, index = s, i
+        break
+      end
+    end
+    for i = 1, n do
+      if state == GRANTED then
+        if redis.call('PTTL', keys[k + i]) < ttl then
+          redis.call('PEXPIRE', keys[k + i], ttl)
+        end
+      elseif redis.call('GET', keys[k + i]) == token then
+        redis.call('DEL', keys[k + i])
+      end
+    end
+    out[#out + 1] = state
+    out[#out + 1] = index
+    k = k + n
+  end
+  return out
+end
+
+-- Release many holds at once (their connection closed): owner-checked.
+-- KEYS = the hold keys of every hold. ARGV = per hold: token, its number of
+-- keys. -> per hold, the number of keys released.
+local function session_release(keys, args)
+  local out, k = {}, 0
+  for h = 1, #args, 2 do
+    local token, n = args[h], tonumber(args[h + 1])
+    local released = 0
+    for i = k + 1, k + n do
+      if redis.call('GET', keys[i]) == token then
+        redis.call('DEL', keys[i])
+        released = released + 1
+      end
+    end
+    out[#out + 1] = released
+    k = k + n
+  end
+  return out
+end
+
 redis.register_function{function_name = 'hf1_hold', callback = hold}
 redis.register_function{function_name = 'hf1_extend', callback = extend}
 redis.register_function{function_name = 'hf1_release', callback = release}
@@ -412,3 +470,5 @@ redis.register_function{function_name = 'hf1_pool_release', callback = pool_rele
 redis.register_function{function_name = 'hf1_pool_status', callback = pool_status}
 redis.register_function{function_name = 'hf1_pool_confirm_check', callback = pool_confirm_check}
 redis.register_function{function_name = 'hf1_pool_mark_sold', callback = pool_mark_sold}
+redis.register_function{function_name = 'hf1_session_renew', callback = session_renew}
+redis.register_function{function_name = 'hf1_session_release', callback = session_release}

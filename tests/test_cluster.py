@@ -252,3 +252,34 @@ def test_cluster_mode_against_a_plain_server_never_becomes_ready(workdir, redis)
             assert code_name(r.code) == "UNAVAILABLE" and not r.hold.token
     finally:
         d.stop()
+
+
+def test_session_holds_renew_in_one_call_per_slot_and_go_when_the_connection_closes(
+        make_cluster_daemon, cluster):
+    """docs/sessions.md: a session's renewal is one call per slot (a call's
+    keys must share one), and the release at close reaches every node."""
+    d = make_cluster_daemon(namespaces="""
+        seat = { default_ttl_ms = 30000, min_ttl_ms = 10, max_ttl_ms = 600000,
+                 session_ttl_ms = 600 },""")
+    parts = [cluster.partition_on(node, prefix="sess%d" % node.index) for node in cluster.nodes]
+    with Client(d.socket) as c:
+        for p in parts:
+            for i in range(5):
+                r = c.call(hold=harness.pb().HoldRequest(namespace="seat", partition=p,
+                                                         ids=[str(i)], session=True))
+                assert code_name(r.code) == "OK", r
+                harness.ISSUED_TOKENS.add(r.hold.token)
+        m0 = metrics(c)
+        time.sleep(1.3)
+        m1 = metrics(c)
+        calls = m1["holdfast_session_renewal_calls_total"] - m0["holdfast_session_renewal_calls_total"]
+        renewed = m1["holdfast_session_renewals_total"] - m0["holdfast_session_renewals_total"]
+        # Each tick sends its three calls at once: one per slot, 5 holds each.
+        assert calls >= 3 and calls % 3 == 0, calls
+        assert abs(renewed - 5 * calls) <= 15, (renewed, calls)
+        assert m1["holdfast_session_holds_lost_total"] == 0
+        for node, p in zip(cluster.nodes, parts):
+            assert node.has(hold_key("seat", p, "4"))
+    harness.wait_for(lambda: not any(node.has(hold_key("seat", p, str(i)))
+                                     for node, p in zip(cluster.nodes, parts) for i in range(5)),
+                     timeout=5, what="the session holds released on every node")

@@ -203,6 +203,10 @@ static const struct field namespace_fields[] = {
     {"namespaces.<name>.max_legs", F_UINT, NSF(max_legs), 0, NULL, 0, 1000, NULL, RELOAD,
      "Journey segments: the most legs one request may span; 0 = seats without segments. "
      "When set, every request in the namespace names a segment (docs/segments.md)."},
+    {"namespaces.<name>.session_ttl_ms", F_UINT, NSF(session_ttl_ms), 5000, NULL, 10, DAY_MS,
+     NULL, RELOAD,
+     "TTL of a session hold (`HoldRequest.session`), renewed every third of it while its "
+     "connection lives; clamped to `min_ttl_ms`..`max_ttl_ms` (docs/sessions.md)."},
     {"namespaces.<name>.admit", F_FUNCTION, NSF(admit_hook), 0, NULL, 0, 0, NULL, RELOAD,
      "Policy hook called for every Hold; it may refuse the hold or set its TTL. Each call "
      "gets 200,000 instructions and 10 ms, the hooks 4 MiB; one that fails refuses the Hold "

@@ -27,6 +27,7 @@ struct hf_namespace {
     uint32_t min_replicas_ack;         /* WAIT n before a grant counts */
     uint32_t replicas_ack_timeout_ms;
     uint32_t max_legs;                 /* journey segments: 0 = none */
+    uint32_t session_ttl_ms;           /* session holds' renewed TTL */
     int admit_hook;                    /* Lua registry ref of `admit`, 0: none */
     enum hf_ns_kind kind;              /* seats (ids) or pools (units) */
 };

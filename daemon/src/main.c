@@ -87,7 +87,11 @@ static void sink_frame(void *client, const uint8_t *payload, size_t len) {
 
 static void sink_closed(void *client) { hf_client_gone(client); }
 
-static unsigned sink_pending(void *client) { return hf_client_in_flight(client); }
+/* Requests in flight, and session holds: a connection that keeps session
+ * holds alive is not idle (limits.idle_timeout_ms), whatever it sends. */
+static unsigned sink_pending(void *client) {
+    return hf_client_in_flight(client) + (hf_client_session_holds(client) ? 1 : 0);
+}
 
 static const struct hf_conn_sink client_sink = {sink_frame, sink_closed, sink_pending};
 

@@ -72,6 +72,10 @@ static const struct {
     [HF_C_SLOW_READERS_STALLED] = {"holdfast_slow_readers_closed_total{reason=\"stalled\"}", NULL},
     [HF_C_CONN_TIMEOUTS_FRAME] = {"holdfast_connections_timed_out_total{reason=\"frame\"}", "Client connections closed by a timeout (frame: limits.frame_timeout_ms; idle: limits.idle_timeout_ms)."},
     [HF_C_CONN_TIMEOUTS_IDLE] = {"holdfast_connections_timed_out_total{reason=\"idle\"}", NULL},
+    [HF_C_SESSION_RENEWALS] = {"holdfast_session_renewals_total", "Session holds whose TTL a renewal topped up (docs/sessions.md)."},
+    [HF_C_SESSION_RENEWAL_CALLS] = {"holdfast_session_renewal_calls_total", "Redis calls that renewed session holds (one per connection and renewal tick, per slot in a cluster, per 4096 keys)."},
+    [HF_C_SESSION_HOLDS_LOST] = {"holdfast_session_holds_lost_total", "Session holds reported lost to their connection (expired, taken over, sold, or not renewable before their TTL ran out)."},
+    [HF_C_SESSION_RELEASES] = {"holdfast_session_releases_total", "Session holds released because their connection closed."},
 };
 
 static const struct {
@@ -87,6 +91,7 @@ static const struct {
     [HF_G_REDIS_CLUSTER_NODES] = {"holdfast_redis_cluster_nodes", "Primaries in the Redis Cluster slot map (0 when not in cluster mode)."},
     [HF_G_QUEUED_BYTES] = {"holdfast_client_queued_bytes", "Answer bytes queued for all client connections, not yet written (limits.max_queued_bytes bounds it)."},
     [HF_G_READY] = {"holdfast_ready", "1 while ready for traffic (Redis library loaded, PostgreSQL reachable where configured, not draining)."},
+    [HF_G_SESSION_HOLDS] = {"holdfast_session_holds", "Session holds kept alive for their connections now (a daemon restart does not adopt them: they expire by their TTL)."},
 };
 
 void hf_metrics_set_ops(const struct hf_op_table *ops) {

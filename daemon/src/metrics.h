@@ -36,6 +36,10 @@ enum hf_counter {
     HF_C_SLOW_READERS_STALLED,
     HF_C_CONN_TIMEOUTS_FRAME, /* and these two */
     HF_C_CONN_TIMEOUTS_IDLE,
+    HF_C_SESSION_RENEWALS,      /* session holds (docs/sessions.md) */
+    HF_C_SESSION_RENEWAL_CALLS,
+    HF_C_SESSION_HOLDS_LOST,
+    HF_C_SESSION_RELEASES,
     HF_C__COUNT
 };
 
@@ -49,6 +53,7 @@ enum hf_gauge {
     HF_G_REDIS_CLUSTER_NODES,
     HF_G_QUEUED_BYTES,
     HF_G_READY, /* set by whoever renders, from hf_daemon_ready */
+    HF_G_SESSION_HOLDS,
     HF_G__COUNT
 };
 

@@ -228,6 +228,8 @@ void hf_op_confirm(struct hf_request *req) {
     }
     if (!hf_claim_check(cc, m->idempotency_key, m->reference)) return;
     if (!hf_claim_start(cc)) return;
+    /* A session hold being confirmed is the Confirm's (docs/sessions.md). */
+    hf_request_session_pause(req, m->token, true);
     cc->token = m->token;
     cc->fence = fence;
     if (m->payload.len) {

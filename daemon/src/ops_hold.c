@@ -12,6 +12,7 @@
 #include "pools.h"
 #include "policy.h"
 #include "redis_front.h"
+#include "session.h"
 
 
 /* The op's context. */
@@ -26,6 +27,8 @@ struct hold_call {
     char token[HF_TOKEN_MAX_LEN + 1];
     char why_withdrawn_buf[160];
     const char *why_withdrawn; /* answer to give once the grant is withdrawn */
+    bool session;              /* bound to the connection (docs/sessions.md) */
+    uint64_t sent_at;          /* loop time the hold script was sent */
 };
 
 static void finish(struct hold_call *hc) { hf_request_op_done(hc->req); }
@@ -74,13 +77,48 @@ static void answer_granted(struct hold_call *hc) {
     hf_request_reply(hc->req, &resp);
 }
 
+/* A session hold joins its connection's session before it is answered, so a
+ * Release or Confirm that follows finds it there. */
+static bool keep_in_session(struct hold_call *hc) {
+    struct hf_request *req = hc->req;
+    struct hf_session *s = hf_request_session(req, true);
+    struct hf_keyset *ks = hc->t->keys;
+    struct hf_session_hold h = {
+        .ns = hc->t->ns->name,
+        .partition = req->partition,
+        .keys = ks->keys + 1,
+        .key_lens = ks->lens + 1,
+        .n_keys = ks->count - 1,
+        .token = hc->token,
+        .fence = hc->fence,
+        .ttl_ms = hc->ttl,
+        .sent_at_ms = hc->sent_at,
+    };
+    if (s && hf_session_add(s, &h)) return true;
+    if (hf_request_client_gone(req)) {
+        hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
+        hc->why_withdrawn = "the client disconnected before the grant";
+    } else {
+        hc->why_withdrawn = "out of memory keeping the session hold; withdrawn";
+    }
+    return false;
+}
+
+static void grant(struct hold_call *hc) {
+    if (hc->session && !keep_in_session(hc)) {
+        withdraw_grant(hc);
+        return;
+    }
+    answer_granted(hc);
+    finish(hc);
+}
+
 static void on_wait_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct hold_call *hc = privdata;
     struct hf_request *req = hc->req;
     long long acks = status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     if (acks >= (long long)hc->t->ns->min_replicas_ack && !req->answered) {
-        answer_granted(hc);
-        finish(hc);
+        grant(hc);
         return;
     }
     if (!req->answered) {
@@ -140,8 +178,7 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
     }
     uint32_t replicas = hc->t->ns->min_replicas_ack;
     if (replicas == 0) {
-        answer_granted(hc);
-        finish(hc);
+        grant(hc);
         return;
     }
     /* WAIT covers the writes of this connection, which made the grant. */
@@ -199,8 +236,24 @@ void hf_op_hold(struct hf_request *req) {
     uint32_t ttl;
     if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
                          m->segment)) return;
-    if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
-    if (!admitted_by_policy(req, t, &ttl)) return;
+    if (m->session) {
+        /* A session hold's TTL is the namespace's session TTL, renewed
+         * while the connection lives (docs/sessions.md). */
+        if (m->ttl_ms) {
+            hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "ttl_ms", NULL,
+                            "a session hold takes no ttl_ms: it lives as long as its "
+                            "connection (namespace '%s' session_ttl_ms)", t->ns->name);
+            return;
+        }
+        hc->session = true;
+        ttl = hf_session_ttl(t->ns);
+        uint32_t session_ttl = ttl;
+        if (!admitted_by_policy(req, t, &ttl)) return;
+        ttl = session_ttl; /* the hook may refuse it, not change its TTL */
+    } else {
+        if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
+        if (!admitted_by_policy(req, t, &ttl)) return;
+    }
     hc->ttl = ttl;
     if (hf_token_random(hc->random) != 0) {
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "getrandom failed");
@@ -211,6 +264,7 @@ void hf_op_hold(struct hf_request *req) {
     const char *args[] = {hc->random, ttl_s};
     size_t lens[] = {HF_TOKEN_RANDOM_CHARS, ttl_len};
     hf_request_op_start(req);
+    hc->sent_at = uv_now(req->d->loop);
     /* hc->conn is set to the connection that ran the script (in a cluster,
      * possibly another node's after a redirection) before on_hold_reply. */
     if (hf_front_call(req->d->redis, &hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,

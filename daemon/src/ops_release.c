@@ -11,6 +11,7 @@
 #include "ops_pool.h"
 #include "pools.h"
 #include "redis_front.h"
+#include "session.h"
 
 
 #define CONFIRMED_PREFIX "!confirmed:"
@@ -18,6 +19,10 @@
 /* released == n_ids -> OK; else the code of the first id not released. */
 static void answer(struct hf_request *req, const struct hf_target *t, uint32_t released,
                    long long first_code, long long first_index) {
+    /* Redis answered: none of these keys is this token's any more, so they
+     * leave the connection's session hold, if it is one. */
+    hf_session_released(hf_request_session(req, false), req->msg->release->token,
+                        t->keys->keys + 1, t->keys->lens + 1, t->keys->count - 1);
     hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__ReleaseResponse rr = HOLDFAST__V1__RELEASE_RESPONSE__INIT;
     Holdfast__V1__ErrorDetail detail = HOLDFAST__V1__ERROR_DETAIL__INIT;
@@ -217,6 +222,7 @@ void hf_op_release(struct hf_request *req) {
     if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
                          m->segment)) return;
     if (!hf_token_check(req, m->token, true)) return;
+    hf_request_session_pause(req, m->token, false);
     if (hf_front_release_uses_delex(req->d->redis)) {
         release_with_delex(rc, m->token);
         return;

@@ -35,6 +35,8 @@ static const struct {
     [HF_FN_POOL_CONFIRM_CHECK] = {"pool_confirm_check",
                                   "hf" HF_LIBRARY_VERSION "_pool_confirm_check"},
     [HF_FN_POOL_MARK_SOLD] = {"pool_mark_sold", "hf" HF_LIBRARY_VERSION "_pool_mark_sold"},
+    [HF_FN_SESSION_RENEW] = {"session_renew", "hf" HF_LIBRARY_VERSION "_session_renew"},
+    [HF_FN_SESSION_RELEASE] = {"session_release", "hf" HF_LIBRARY_VERSION "_session_release"},
 };
 
 struct hf_redis_front {

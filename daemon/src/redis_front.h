@@ -33,6 +33,8 @@ enum hf_script_fn {
     HF_FN_POOL_STATUS,
     HF_FN_POOL_CONFIRM_CHECK,
     HF_FN_POOL_MARK_SOLD,
+    HF_FN_SESSION_RENEW,   /* session holds: many holds' renewal in one call */
+    HF_FN_SESSION_RELEASE, /* session holds: their connection closed */
     HF_FN__COUNT
 };
 

@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "metrics.h"
+#include "session.h"
 
 struct hf_client {
     struct hf_daemon *d;
@@ -22,6 +23,7 @@ struct hf_client {
      * by limits.max_inflight_per_conn. */
     struct hf_request *requests;
     unsigned in_flight;
+    struct hf_session *session; /* NULL until the first session hold */
 };
 
 /* ---- clients ---- */
@@ -39,6 +41,10 @@ struct hf_client *hf_client_create(struct hf_daemon *d, const struct hf_client_i
 }
 
 unsigned hf_client_in_flight(const struct hf_client *c) { return c->in_flight; }
+
+size_t hf_client_session_holds(const struct hf_client *c) {
+    return hf_session_holds(c->session);
+}
 
 static void client_add(struct hf_client *c, struct hf_request *req) {
     req->client = c;
@@ -61,6 +67,7 @@ static void client_remove(struct hf_client *c, struct hf_request *req) {
 void hf_client_gone(struct hf_client *c) {
     if (!c) return;
     while (c->requests) client_remove(c, c->requests);
+    hf_session_close(c->session); /* releases the session holds */
     free(c);
 }
 
@@ -250,6 +257,30 @@ void hf_request_timer_stop(struct hf_request *req) {
 
 bool hf_request_client_gone(const struct hf_request *req) { return !req->client; }
 
+struct hf_session *hf_request_session(struct hf_request *req, bool create) {
+    struct hf_client *c = req->client;
+    if (!c) return NULL;
+    if (!c->session && create) c->session = hf_session_create(c->d, c->io->send, c->io_ctx);
+    return c->session;
+}
+
+void hf_request_session_pause(struct hf_request *req, const char *token, bool confirm) {
+    if (req->session_token || !req->client) return;
+    if (hf_session_pause(req->client->session, token, confirm)) {
+        req->session_token = token;
+        req->session_confirm = confirm;
+    }
+}
+
+/* The answer ends the pause: a committed Confirm's hold leaves the session. */
+static void session_answered(struct hf_request *req, hf_code code) {
+    const char *token = req->session_token;
+    req->session_token = NULL;
+    if (req->client)
+        hf_session_resume(req->client->session, token, req->session_confirm,
+                          req->session_confirm && code == HF_CODE(OK));
+}
+
 void hf_request_note_token(struct hf_request *req, const char *token, size_t len) {
     hf_token_fingerprint(token, len, req->token_fp);
 }
@@ -349,6 +380,7 @@ void hf_request_reply(struct hf_request *req, hf_response_msg *resp) {
     hf_metrics_request(req->op, resp->code, resp->degraded, latency_us);
     if (resp->degraded) hf_metrics_inc(HF_C_DEGRADED_ANSWERS);
     log_request(req, resp, latency_us);
+    if (req->session_token) session_answered(req, resp->code);
     struct hf_client *c = req->client;
     if (c) {
         size_t len;

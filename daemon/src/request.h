@@ -23,6 +23,7 @@
 #include "validate.h"
 
 struct hf_client;
+struct hf_session;
 
 /* How the request layer answers a client; main wires it to the connection. */
 struct hf_client_io {
@@ -54,6 +55,8 @@ struct hf_request {
     const char *db_outcome;             /* Confirm: commit / rollback / unknown */
     const char *after_result;           /* Confirm: what happened to the hold */
     /* Private to request.c. */
+    const char *session_token;          /* paused in the client's session (msg-owned) */
+    bool session_confirm;
     int refs;                           /* the answer + a busy op context */
     bool op_busy;
     bool op_timer_used;
@@ -80,6 +83,8 @@ void hf_client_gone(struct hf_client *c);
 /* Requests of this client still alive: not answered yet, or answered while
  * their backend calls go on. */
 unsigned hf_client_in_flight(const struct hf_client *c);
+/* Session holds the client's connection keeps alive (docs/sessions.md). */
+size_t hf_client_session_holds(const struct hf_client *c);
 
 /* ---- one request, for the ops ---- */
 
@@ -111,6 +116,17 @@ void hf_request_timer_stop(struct hf_request *req);
 
 /* The client disconnected: nobody will ever read this request's answer. */
 bool hf_request_client_gone(const struct hf_request *req);
+
+/* ---- session holds (session.h, docs/sessions.md) ---- */
+
+/* The client's session, created on first use when `create`; NULL when the
+ * client has gone (or out of memory). */
+struct hf_session *hf_request_session(struct hf_request *req, bool create);
+/* The op acts on the hold of `token` (Release; Confirm with `confirm`):
+ * when that hold is one of the client's session holds, its renewal pauses
+ * until this request is answered. A Confirm answered OK takes it out of
+ * the session; any other answer lets the session renew it again. */
+void hf_request_session_pause(struct hf_request *req, const char *token, bool confirm);
 
 /* Record a token's fingerprint for the log line (never the token). */
 void hf_request_note_token(struct hf_request *req, const char *token, size_t len);

@@ -210,7 +210,7 @@ static const struct {
 static const char *const namespace_settings[] = {
     "default_ttl_ms", "min_ttl_ms", "max_ttl_ms", "confirmable", "confirm_window_ms",
     "confirmed_marker_ttl_ms", "on_redis_down", "min_replicas_ack", "replicas_ack_timeout_ms",
-    "max_legs", "admit", "kind",
+    "max_legs", "admit", "kind", "session_ttl_ms",
 };
 #define N_NAMESPACE_SETTINGS (sizeof namespace_settings / sizeof namespace_settings[0])
 

@@ -253,6 +253,22 @@ def build_cases(pb):
                         pb.PoolCapacity(pool="user-17", capacity=1, sold=1,
                                         partition_default=True)],
                  default_capacity=1)))
+    add("session_hold_request", "Hold bound to the connection (session = true, no ttl_ms)",
+        Req(id=15, correlation_id="sess-1", timeout_ms=2000,
+            hold=pb.HoldRequest(namespace=NS, partition=PART, ids=["E7", "E8"],
+                                session=True)))
+    add("session_event_response",
+        "Unsolicited session event (id 0): two session holds lost, one of them by leg",
+        Resp(id=0, code=pb.CODE_OK, message="session holds were lost",
+             session_event=pb.SessionEvent(lost=[
+                 pb.SessionHoldLost(namespace=NS, partition=PART, ids=["E7", "E8"],
+                                    fence=FENCE, reason=pb.CODE_NOT_HELD, resource_id="E7",
+                                    message="could not be renewed before its TTL ran out"),
+                 pb.SessionHoldLost(namespace="train", partition="KTX101-2026-12-01",
+                                    ids=["E7@3", "E7@4"], fence=FENCE + 1,
+                                    reason=pb.CODE_HELD_BY_ANOTHER, resource_id="E7@4",
+                                    message="held by another token: this hold was lost"),
+             ])))
     return cases
 
 

@@ -467,6 +467,7 @@ type Response struct {
 	//	*Response_Metrics
 	//	*Response_SetCapacity
 	//	*Response_GetCapacity
+	//	*Response_SessionEvent
 	Result        isResponse_Result `protobuf_oneof:"result"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -641,6 +642,15 @@ func (x *Response) GetGetCapacity() *GetCapacityResponse {
 	return nil
 }
 
+func (x *Response) GetSessionEvent() *SessionEvent {
+	if x != nil {
+		if x, ok := x.Result.(*Response_SessionEvent); ok {
+			return x.SessionEvent
+		}
+	}
+	return nil
+}
+
 type isResponse_Result interface {
 	isResponse_Result()
 }
@@ -685,6 +695,12 @@ type Response_GetCapacity struct {
 	GetCapacity *GetCapacityResponse `protobuf:"bytes,19,opt,name=get_capacity,json=getCapacity,proto3,oneof"`
 }
 
+type Response_SessionEvent struct {
+	// Unsolicited (id 0): the connection's session holds that were lost.
+	// Sent only on a connection that has taken a session hold.
+	SessionEvent *SessionEvent `protobuf:"bytes,30,opt,name=session_event,json=sessionEvent,proto3,oneof"`
+}
+
 func (*Response_Hold) isResponse_Result() {}
 
 func (*Response_Extend) isResponse_Result() {}
@@ -704,6 +720,8 @@ func (*Response_Metrics) isResponse_Result() {}
 func (*Response_SetCapacity) isResponse_Result() {}
 
 func (*Response_GetCapacity) isResponse_Result() {}
+
+func (*Response_SessionEvent) isResponse_Result() {}
 
 type ErrorDetail struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -826,6 +844,14 @@ type HoldRequest struct {
 	// each id; leg k runs from stop k to stop k+1, and answers name a leg as
 	// "<id>@<k>". Overlapping segments conflict, adjacent ones do not.
 	Segment *Segment `protobuf:"bytes,15,opt,name=segment,proto3" json:"segment,omitempty"`
+	// Bind the hold to this connection (docs/sessions.md): while the
+	// connection lives the daemon renews the hold's TTL (the namespace's
+	// session_ttl_ms, clamped to its TTL bounds), and when the connection
+	// closes it releases the hold at once. ttl_ms must then be 0. A session
+	// hold the daemon can no longer keep is reported on the connection as a
+	// SessionEvent (Response id 0); a daemon restart never adopts it: it
+	// expires with its session TTL.
+	Session bool `protobuf:"varint,16,opt,name=session,proto3" json:"session,omitempty"`
 	// Pools (a namespace of kind "pools", instead of `ids`): take `count`
 	// units from each pool of the partition, all or nothing. 1..max_ids
 	// pools, no pool twice.
@@ -897,6 +923,13 @@ func (x *HoldRequest) GetSegment() *Segment {
 		return x.Segment
 	}
 	return nil
+}
+
+func (x *HoldRequest) GetSession() bool {
+	if x != nil {
+		return x.Session
+	}
+	return false
 }
 
 func (x *HoldRequest) GetUnits() []*PoolTake {
@@ -2349,6 +2382,155 @@ func (x *PoolCapacity) GetPartitionDefault() bool {
 	return false
 }
 
+// The session holds of this connection that are no longer held (sent as a
+// Response with id 0, code OK and result `session_event`; only to a
+// connection that has taken a session hold, so older clients, which treat
+// an id-0 frame as the end of the connection, never see one).
+type SessionEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Lost          []*SessionHoldLost     `protobuf:"bytes,1,rep,name=lost,proto3" json:"lost,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEvent) Reset() {
+	*x = SessionEvent{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEvent) ProtoMessage() {}
+
+func (x *SessionEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
+func (*SessionEvent) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SessionEvent) GetLost() []*SessionHoldLost {
+	if x != nil {
+		return x.Lost
+	}
+	return nil
+}
+
+type SessionHoldLost struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Namespace string                 `protobuf:"bytes,1,opt,name=namespace,proto3" json:"namespace,omitempty"`
+	Partition string                 `protobuf:"bytes,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The hold's ids as its answers name them ("<id>@<leg>" with a segment).
+	Ids []string `protobuf:"bytes,3,rep,name=ids,proto3" json:"ids,omitempty"`
+	// The fence of the hold's token: with namespace and partition, which
+	// hold this is.
+	Fence uint64 `protobuf:"varint,4,opt,name=fence,proto3" json:"fence,omitempty"`
+	// CODE_NOT_HELD: expired, or it could not be renewed before its TTL ran
+	// out (Redis unreachable or paused); CODE_HELD_BY_ANOTHER: an id is now
+	// another token's; CODE_CONFIRMED: an id is sold (e.g. a Confirm of this
+	// token on another connection, or a sale after the hold was lost).
+	Reason Code `protobuf:"varint,5,opt,name=reason,proto3,enum=holdfast.v1.Code" json:"reason,omitempty"`
+	// The first id the reason is about.
+	ResourceId string `protobuf:"bytes,6,opt,name=resource_id,json=resourceId,proto3" json:"resource_id,omitempty"`
+	// Human-readable explanation; never contains a token.
+	Message       string `protobuf:"bytes,7,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionHoldLost) Reset() {
+	*x = SessionHoldLost{}
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionHoldLost) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionHoldLost) ProtoMessage() {}
+
+func (x *SessionHoldLost) ProtoReflect() protoreflect.Message {
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionHoldLost.ProtoReflect.Descriptor instead.
+func (*SessionHoldLost) Descriptor() ([]byte, []int) {
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SessionHoldLost) GetNamespace() string {
+	if x != nil {
+		return x.Namespace
+	}
+	return ""
+}
+
+func (x *SessionHoldLost) GetPartition() string {
+	if x != nil {
+		return x.Partition
+	}
+	return ""
+}
+
+func (x *SessionHoldLost) GetIds() []string {
+	if x != nil {
+		return x.Ids
+	}
+	return nil
+}
+
+func (x *SessionHoldLost) GetFence() uint64 {
+	if x != nil {
+		return x.Fence
+	}
+	return 0
+}
+
+func (x *SessionHoldLost) GetReason() Code {
+	if x != nil {
+		return x.Reason
+	}
+	return Code_CODE_UNSPECIFIED
+}
+
+func (x *SessionHoldLost) GetResourceId() string {
+	if x != nil {
+		return x.ResourceId
+	}
+	return ""
+}
+
+func (x *SessionHoldLost) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type HealthRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -2357,7 +2539,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[25]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2369,7 +2551,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[25]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2382,7 +2564,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{25}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{27}
 }
 
 type HealthResponse struct {
@@ -2412,7 +2594,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[26]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2424,7 +2606,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[26]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2437,7 +2619,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{26}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *HealthResponse) GetLive() bool {
@@ -2525,7 +2707,7 @@ type MetricsRequest struct {
 
 func (x *MetricsRequest) Reset() {
 	*x = MetricsRequest{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[27]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2537,7 +2719,7 @@ func (x *MetricsRequest) String() string {
 func (*MetricsRequest) ProtoMessage() {}
 
 func (x *MetricsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[27]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2550,7 +2732,7 @@ func (x *MetricsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsRequest.ProtoReflect.Descriptor instead.
 func (*MetricsRequest) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{27}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{29}
 }
 
 type MetricsResponse struct {
@@ -2563,7 +2745,7 @@ type MetricsResponse struct {
 
 func (x *MetricsResponse) Reset() {
 	*x = MetricsResponse{}
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[28]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2575,7 +2757,7 @@ func (x *MetricsResponse) String() string {
 func (*MetricsResponse) ProtoMessage() {}
 
 func (x *MetricsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_holdfast_v1_holdfast_proto_msgTypes[28]
+	mi := &file_holdfast_v1_holdfast_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2588,7 +2770,7 @@ func (x *MetricsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MetricsResponse.ProtoReflect.Descriptor instead.
 func (*MetricsResponse) Descriptor() ([]byte, []int) {
-	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{28}
+	return file_holdfast_v1_holdfast_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *MetricsResponse) GetText() string {
@@ -2619,7 +2801,7 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\ametrics\x18\x11 \x01(\v2\x1b.holdfast.v1.MetricsRequestH\x00R\ametrics\x12D\n" +
 	"\fset_capacity\x18\x12 \x01(\v2\x1f.holdfast.v1.SetCapacityRequestH\x00R\vsetCapacity\x12D\n" +
 	"\fget_capacity\x18\x13 \x01(\v2\x1f.holdfast.v1.GetCapacityRequestH\x00R\vgetCapacityB\b\n" +
-	"\x06method\"\xa1\x06\n" +
+	"\x06method\"\xe3\x06\n" +
 	"\bResponse\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
 	"\x0ecorrelation_id\x18\x02 \x01(\tR\rcorrelationId\x12%\n" +
@@ -2637,7 +2819,8 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x06health\x18\x10 \x01(\v2\x1b.holdfast.v1.HealthResponseH\x00R\x06health\x128\n" +
 	"\ametrics\x18\x11 \x01(\v2\x1c.holdfast.v1.MetricsResponseH\x00R\ametrics\x12E\n" +
 	"\fset_capacity\x18\x12 \x01(\v2 .holdfast.v1.SetCapacityResponseH\x00R\vsetCapacity\x12E\n" +
-	"\fget_capacity\x18\x13 \x01(\v2 .holdfast.v1.GetCapacityResponseH\x00R\vgetCapacityB\b\n" +
+	"\fget_capacity\x18\x13 \x01(\v2 .holdfast.v1.GetCapacityResponseH\x00R\vgetCapacity\x12@\n" +
+	"\rsession_event\x18\x1e \x01(\v2\x19.holdfast.v1.SessionEventH\x00R\fsessionEventB\b\n" +
 	"\x06result\"D\n" +
 	"\vErrorDetail\x12\x14\n" +
 	"\x05field\x18\x01 \x01(\tR\x05field\x12\x1f\n" +
@@ -2645,13 +2828,14 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"resourceId\"?\n" +
 	"\aSegment\x12\x1b\n" +
 	"\tfrom_stop\x18\x01 \x01(\rR\bfromStop\x12\x17\n" +
-	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\xcf\x01\n" +
+	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\xe9\x01\n" +
 	"\vHoldRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\rR\x05ttlMs\x12.\n" +
-	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12+\n" +
+	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12\x18\n" +
+	"\asession\x18\x10 \x01(\bR\asession\x12+\n" +
 	"\x05units\x18\x05 \x03(\v2\x15.holdfast.v1.PoolTakeR\x05units\"4\n" +
 	"\bPoolTake\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x14\n" +
@@ -2756,7 +2940,18 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x1a\n" +
 	"\bcapacity\x18\x02 \x01(\x04R\bcapacity\x12\x12\n" +
 	"\x04sold\x18\x03 \x01(\x04R\x04sold\x12+\n" +
-	"\x11partition_default\x18\x04 \x01(\bR\x10partitionDefault\"\x0f\n" +
+	"\x11partition_default\x18\x04 \x01(\bR\x10partitionDefault\"@\n" +
+	"\fSessionEvent\x120\n" +
+	"\x04lost\x18\x01 \x03(\v2\x1c.holdfast.v1.SessionHoldLostR\x04lost\"\xdb\x01\n" +
+	"\x0fSessionHoldLost\x12\x1c\n" +
+	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
+	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x14\n" +
+	"\x05fence\x18\x04 \x01(\x04R\x05fence\x12)\n" +
+	"\x06reason\x18\x05 \x01(\x0e2\x11.holdfast.v1.CodeR\x06reason\x12\x1f\n" +
+	"\vresource_id\x18\x06 \x01(\tR\n" +
+	"resourceId\x12\x18\n" +
+	"\amessage\x18\a \x01(\tR\amessage\"\x0f\n" +
 	"\rHealthRequest\"\xbf\x02\n" +
 	"\x0eHealthResponse\x12\x12\n" +
 	"\x04live\x18\x01 \x01(\bR\x04live\x12\x14\n" +
@@ -2827,7 +3022,7 @@ func file_holdfast_v1_holdfast_proto_rawDescGZIP() []byte {
 }
 
 var file_holdfast_v1_holdfast_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_holdfast_v1_holdfast_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_holdfast_v1_holdfast_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_holdfast_v1_holdfast_proto_goTypes = []any{
 	(Code)(0),                   // 0: holdfast.v1.Code
 	(ResourceState)(0),          // 1: holdfast.v1.ResourceState
@@ -2856,10 +3051,12 @@ var file_holdfast_v1_holdfast_proto_goTypes = []any{
 	(*GetCapacityRequest)(nil),  // 24: holdfast.v1.GetCapacityRequest
 	(*GetCapacityResponse)(nil), // 25: holdfast.v1.GetCapacityResponse
 	(*PoolCapacity)(nil),        // 26: holdfast.v1.PoolCapacity
-	(*HealthRequest)(nil),       // 27: holdfast.v1.HealthRequest
-	(*HealthResponse)(nil),      // 28: holdfast.v1.HealthResponse
-	(*MetricsRequest)(nil),      // 29: holdfast.v1.MetricsRequest
-	(*MetricsResponse)(nil),     // 30: holdfast.v1.MetricsResponse
+	(*SessionEvent)(nil),        // 27: holdfast.v1.SessionEvent
+	(*SessionHoldLost)(nil),     // 28: holdfast.v1.SessionHoldLost
+	(*HealthRequest)(nil),       // 29: holdfast.v1.HealthRequest
+	(*HealthResponse)(nil),      // 30: holdfast.v1.HealthResponse
+	(*MetricsRequest)(nil),      // 31: holdfast.v1.MetricsRequest
+	(*MetricsResponse)(nil),     // 32: holdfast.v1.MetricsResponse
 }
 var file_holdfast_v1_holdfast_proto_depIdxs = []int32{
 	6,  // 0: holdfast.v1.Request.hold:type_name -> holdfast.v1.HoldRequest
@@ -2868,8 +3065,8 @@ var file_holdfast_v1_holdfast_proto_depIdxs = []int32{
 	13, // 3: holdfast.v1.Request.confirm:type_name -> holdfast.v1.ConfirmRequest
 	16, // 4: holdfast.v1.Request.cancel:type_name -> holdfast.v1.CancelRequest
 	18, // 5: holdfast.v1.Request.status:type_name -> holdfast.v1.StatusRequest
-	27, // 6: holdfast.v1.Request.health:type_name -> holdfast.v1.HealthRequest
-	29, // 7: holdfast.v1.Request.metrics:type_name -> holdfast.v1.MetricsRequest
+	29, // 6: holdfast.v1.Request.health:type_name -> holdfast.v1.HealthRequest
+	31, // 7: holdfast.v1.Request.metrics:type_name -> holdfast.v1.MetricsRequest
 	22, // 8: holdfast.v1.Request.set_capacity:type_name -> holdfast.v1.SetCapacityRequest
 	24, // 9: holdfast.v1.Request.get_capacity:type_name -> holdfast.v1.GetCapacityRequest
 	0,  // 10: holdfast.v1.Response.code:type_name -> holdfast.v1.Code
@@ -2880,52 +3077,55 @@ var file_holdfast_v1_holdfast_proto_depIdxs = []int32{
 	15, // 15: holdfast.v1.Response.confirm:type_name -> holdfast.v1.ConfirmResponse
 	17, // 16: holdfast.v1.Response.cancel:type_name -> holdfast.v1.CancelResponse
 	20, // 17: holdfast.v1.Response.status:type_name -> holdfast.v1.StatusResponse
-	28, // 18: holdfast.v1.Response.health:type_name -> holdfast.v1.HealthResponse
-	30, // 19: holdfast.v1.Response.metrics:type_name -> holdfast.v1.MetricsResponse
+	30, // 18: holdfast.v1.Response.health:type_name -> holdfast.v1.HealthResponse
+	32, // 19: holdfast.v1.Response.metrics:type_name -> holdfast.v1.MetricsResponse
 	23, // 20: holdfast.v1.Response.set_capacity:type_name -> holdfast.v1.SetCapacityResponse
 	25, // 21: holdfast.v1.Response.get_capacity:type_name -> holdfast.v1.GetCapacityResponse
-	5,  // 22: holdfast.v1.HoldRequest.segment:type_name -> holdfast.v1.Segment
-	7,  // 23: holdfast.v1.HoldRequest.units:type_name -> holdfast.v1.PoolTake
-	5,  // 24: holdfast.v1.ExtendRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 25: holdfast.v1.ReleaseRequest.segment:type_name -> holdfast.v1.Segment
-	5,  // 26: holdfast.v1.ConfirmRequest.segment:type_name -> holdfast.v1.Segment
-	7,  // 27: holdfast.v1.ConfirmRequest.units:type_name -> holdfast.v1.PoolTake
-	14, // 28: holdfast.v1.ConfirmResponse.claims:type_name -> holdfast.v1.Claim
-	7,  // 29: holdfast.v1.ConfirmResponse.units:type_name -> holdfast.v1.PoolTake
-	5,  // 30: holdfast.v1.CancelRequest.segment:type_name -> holdfast.v1.Segment
-	7,  // 31: holdfast.v1.CancelRequest.units:type_name -> holdfast.v1.PoolTake
-	7,  // 32: holdfast.v1.CancelResponse.units:type_name -> holdfast.v1.PoolTake
-	5,  // 33: holdfast.v1.StatusRequest.segment:type_name -> holdfast.v1.Segment
-	1,  // 34: holdfast.v1.ResourceStatus.state:type_name -> holdfast.v1.ResourceState
-	19, // 35: holdfast.v1.StatusResponse.resources:type_name -> holdfast.v1.ResourceStatus
-	21, // 36: holdfast.v1.StatusResponse.pools:type_name -> holdfast.v1.PoolStatus
-	26, // 37: holdfast.v1.SetCapacityResponse.pool:type_name -> holdfast.v1.PoolCapacity
-	26, // 38: holdfast.v1.GetCapacityResponse.pools:type_name -> holdfast.v1.PoolCapacity
-	6,  // 39: holdfast.v1.Holdfast.Hold:input_type -> holdfast.v1.HoldRequest
-	9,  // 40: holdfast.v1.Holdfast.Extend:input_type -> holdfast.v1.ExtendRequest
-	11, // 41: holdfast.v1.Holdfast.Release:input_type -> holdfast.v1.ReleaseRequest
-	13, // 42: holdfast.v1.Holdfast.Confirm:input_type -> holdfast.v1.ConfirmRequest
-	16, // 43: holdfast.v1.Holdfast.Cancel:input_type -> holdfast.v1.CancelRequest
-	18, // 44: holdfast.v1.Holdfast.Status:input_type -> holdfast.v1.StatusRequest
-	27, // 45: holdfast.v1.Holdfast.Health:input_type -> holdfast.v1.HealthRequest
-	29, // 46: holdfast.v1.Holdfast.Metrics:input_type -> holdfast.v1.MetricsRequest
-	22, // 47: holdfast.v1.Holdfast.SetCapacity:input_type -> holdfast.v1.SetCapacityRequest
-	24, // 48: holdfast.v1.Holdfast.GetCapacity:input_type -> holdfast.v1.GetCapacityRequest
-	8,  // 49: holdfast.v1.Holdfast.Hold:output_type -> holdfast.v1.HoldResponse
-	10, // 50: holdfast.v1.Holdfast.Extend:output_type -> holdfast.v1.ExtendResponse
-	12, // 51: holdfast.v1.Holdfast.Release:output_type -> holdfast.v1.ReleaseResponse
-	15, // 52: holdfast.v1.Holdfast.Confirm:output_type -> holdfast.v1.ConfirmResponse
-	17, // 53: holdfast.v1.Holdfast.Cancel:output_type -> holdfast.v1.CancelResponse
-	20, // 54: holdfast.v1.Holdfast.Status:output_type -> holdfast.v1.StatusResponse
-	28, // 55: holdfast.v1.Holdfast.Health:output_type -> holdfast.v1.HealthResponse
-	30, // 56: holdfast.v1.Holdfast.Metrics:output_type -> holdfast.v1.MetricsResponse
-	23, // 57: holdfast.v1.Holdfast.SetCapacity:output_type -> holdfast.v1.SetCapacityResponse
-	25, // 58: holdfast.v1.Holdfast.GetCapacity:output_type -> holdfast.v1.GetCapacityResponse
-	49, // [49:59] is the sub-list for method output_type
-	39, // [39:49] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	27, // 22: holdfast.v1.Response.session_event:type_name -> holdfast.v1.SessionEvent
+	5,  // 23: holdfast.v1.HoldRequest.segment:type_name -> holdfast.v1.Segment
+	7,  // 24: holdfast.v1.HoldRequest.units:type_name -> holdfast.v1.PoolTake
+	5,  // 25: holdfast.v1.ExtendRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 26: holdfast.v1.ReleaseRequest.segment:type_name -> holdfast.v1.Segment
+	5,  // 27: holdfast.v1.ConfirmRequest.segment:type_name -> holdfast.v1.Segment
+	7,  // 28: holdfast.v1.ConfirmRequest.units:type_name -> holdfast.v1.PoolTake
+	14, // 29: holdfast.v1.ConfirmResponse.claims:type_name -> holdfast.v1.Claim
+	7,  // 30: holdfast.v1.ConfirmResponse.units:type_name -> holdfast.v1.PoolTake
+	5,  // 31: holdfast.v1.CancelRequest.segment:type_name -> holdfast.v1.Segment
+	7,  // 32: holdfast.v1.CancelRequest.units:type_name -> holdfast.v1.PoolTake
+	7,  // 33: holdfast.v1.CancelResponse.units:type_name -> holdfast.v1.PoolTake
+	5,  // 34: holdfast.v1.StatusRequest.segment:type_name -> holdfast.v1.Segment
+	1,  // 35: holdfast.v1.ResourceStatus.state:type_name -> holdfast.v1.ResourceState
+	19, // 36: holdfast.v1.StatusResponse.resources:type_name -> holdfast.v1.ResourceStatus
+	21, // 37: holdfast.v1.StatusResponse.pools:type_name -> holdfast.v1.PoolStatus
+	26, // 38: holdfast.v1.SetCapacityResponse.pool:type_name -> holdfast.v1.PoolCapacity
+	26, // 39: holdfast.v1.GetCapacityResponse.pools:type_name -> holdfast.v1.PoolCapacity
+	28, // 40: holdfast.v1.SessionEvent.lost:type_name -> holdfast.v1.SessionHoldLost
+	0,  // 41: holdfast.v1.SessionHoldLost.reason:type_name -> holdfast.v1.Code
+	6,  // 42: holdfast.v1.Holdfast.Hold:input_type -> holdfast.v1.HoldRequest
+	9,  // 43: holdfast.v1.Holdfast.Extend:input_type -> holdfast.v1.ExtendRequest
+	11, // 44: holdfast.v1.Holdfast.Release:input_type -> holdfast.v1.ReleaseRequest
+	13, // 45: holdfast.v1.Holdfast.Confirm:input_type -> holdfast.v1.ConfirmRequest
+	16, // 46: holdfast.v1.Holdfast.Cancel:input_type -> holdfast.v1.CancelRequest
+	18, // 47: holdfast.v1.Holdfast.Status:input_type -> holdfast.v1.StatusRequest
+	29, // 48: holdfast.v1.Holdfast.Health:input_type -> holdfast.v1.HealthRequest
+	31, // 49: holdfast.v1.Holdfast.Metrics:input_type -> holdfast.v1.MetricsRequest
+	22, // 50: holdfast.v1.Holdfast.SetCapacity:input_type -> holdfast.v1.SetCapacityRequest
+	24, // 51: holdfast.v1.Holdfast.GetCapacity:input_type -> holdfast.v1.GetCapacityRequest
+	8,  // 52: holdfast.v1.Holdfast.Hold:output_type -> holdfast.v1.HoldResponse
+	10, // 53: holdfast.v1.Holdfast.Extend:output_type -> holdfast.v1.ExtendResponse
+	12, // 54: holdfast.v1.Holdfast.Release:output_type -> holdfast.v1.ReleaseResponse
+	15, // 55: holdfast.v1.Holdfast.Confirm:output_type -> holdfast.v1.ConfirmResponse
+	17, // 56: holdfast.v1.Holdfast.Cancel:output_type -> holdfast.v1.CancelResponse
+	20, // 57: holdfast.v1.Holdfast.Status:output_type -> holdfast.v1.StatusResponse
+	30, // 58: holdfast.v1.Holdfast.Health:output_type -> holdfast.v1.HealthResponse
+	32, // 59: holdfast.v1.Holdfast.Metrics:output_type -> holdfast.v1.MetricsResponse
+	23, // 60: holdfast.v1.Holdfast.SetCapacity:output_type -> holdfast.v1.SetCapacityResponse
+	25, // 61: holdfast.v1.Holdfast.GetCapacity:output_type -> holdfast.v1.GetCapacityResponse
+	52, // [52:62] is the sub-list for method output_type
+	42, // [42:52] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_holdfast_v1_holdfast_proto_init() }
@@ -2956,6 +3156,7 @@ func file_holdfast_v1_holdfast_proto_init() {
 		(*Response_Metrics)(nil),
 		(*Response_SetCapacity)(nil),
 		(*Response_GetCapacity)(nil),
+		(*Response_SessionEvent)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2963,7 +3164,7 @@ func file_holdfast_v1_holdfast_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_holdfast_v1_holdfast_proto_rawDesc), len(file_holdfast_v1_holdfast_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   29,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,6 +1,9 @@
 """Live tests against a real holdfastd + Redis (+ PostgreSQL): see conftest.py."""
 
 import asyncio
+import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -264,6 +267,103 @@ def test_async_client_round_trip(stack, partition):
             assert not h.active
             st = await c.status(NS, partition, ["S1", "S2"])
             assert {s.state for s in st} == {ResourceState.FREE}
+
+    asyncio.run(main())
+
+
+# ---- session holds (docs/sessions.md) ----
+
+HOLDER = """
+import sys, time
+from holdfast import Client
+h = Client(sys.argv[1]).hold("seat", sys.argv[2], ["K1", "K2"], session=True)
+print(h.token, flush=True)
+time.sleep(60)
+"""
+
+
+def redis_cmd(path, *args):
+    """One command to the stack's Redis; the first line of its reply."""
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(5)
+        s.connect(path)
+        s.sendall(out)
+        return s.recv(65536).split(b"\r\n")[0]
+
+
+def test_session_hold_is_freed_when_its_holder_is_killed(stack, partition):
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, stack.socket, partition],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        token = holder.stdout.readline().strip()
+        assert token, "the holder process did not get its hold"
+        stack.tokens.append(token)
+        with Client(stack.socket, timeout=5) as c:
+            with pytest.raises(HeldByAnother):
+                c.hold(NS, partition, ["K2"], ttl_ms=5000)
+            holder.kill()  # SIGKILL: no release from the client
+            killed = time.monotonic()
+            while True:
+                try:
+                    h = c.hold(NS, partition, ["K1", "K2"], ttl_ms=5000)
+                    break
+                except HeldByAnother:
+                    # The daemon releases when the socket closes, far sooner
+                    # than the namespace's session TTL (5 s on the test stack).
+                    assert time.monotonic() - killed < 2.0, "seats not freed after SIGKILL"
+                    time.sleep(0.005)
+            stack.tokens.append(h.token)
+            h.release()
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_session_hold_taken_over_is_reported_lost(client, stack, partition):
+    if stack.redis_socket is None:
+        pytest.skip("needs the stack's Redis socket (DIR/redis.sock)")
+    lost = threading.Event()
+    h = client.hold(NS, partition, ["L1", "L2"], session=True, on_lost=lambda _: lost.set())
+    stack.tokens.append(h.token)
+    assert h.session and h.lost is None and h.ttl_ms > 0
+    key = "hf:{%s:%s}:L2" % (NS, partition)
+    assert redis_cmd(stack.redis_socket, "SET", key, "1.someone-else", "PX", "60000") == b"+OK"
+    try:
+        assert lost.wait(10), "the daemon did not report the session hold lost"
+        assert isinstance(h.lost, HeldByAnother) and h.lost.resource_id == "L2"
+        assert client.health().ready  # the event did not end the connection
+        with pytest.raises(NotHeld):  # L1 went with it: all or nothing
+            h.extend(1000)
+        with h:  # leaving the scope of a lost hold is quiet
+            pass
+        # What was still the token's was given back: a hold is all or nothing.
+        assert states(client.status(NS, partition, ["L1"]))["L1"] == (ResourceState.FREE, False)
+    finally:
+        redis_cmd(stack.redis_socket, "DEL", key)
+
+
+def test_session_hold_is_released_when_its_client_closes(stack, partition):
+    async def main():
+        c = AsyncClient(stack.socket, timeout=5)
+        h = await c.hold(NS, partition, ["C1"], session=True)
+        stack.tokens.append(h.token)
+        await c.aclose()
+        assert isinstance(h.lost, Unavailable)
+        async with AsyncClient(stack.socket, timeout=5) as other:
+            deadline = time.monotonic() + 2.0
+            while True:
+                try:
+                    h2 = await other.hold(NS, partition, ["C1"], ttl_ms=5000)
+                    break
+                except HeldByAnother:
+                    assert time.monotonic() < deadline, "the session hold outlived its client"
+                    await asyncio.sleep(0.005)
+            stack.tokens.append(h2.token)
+            await h2.release()
 
     asyncio.run(main())
 

@@ -350,3 +350,118 @@ def test_async_unreachable(sock_path):
                 await c.health(timeout=0.2)
 
     run(main())
+
+
+# ---- session holds (docs/sessions.md) ----
+
+def session_event(*lost):
+    """An unsolicited id-0 frame: (namespace, partition, fence, reason, resource_id) per hold."""
+    ev = pb.Response(id=0, code=pb.CODE_OK, message="session holds were lost")
+    for ns, part, fence, reason, rid in lost:
+        ev.session_event.lost.add(namespace=ns, partition=part, ids=[rid], fence=fence,
+                                  reason=reason, resource_id=rid, message="taken over")
+    return ev
+
+
+def frame(resp):
+    body = resp.SerializeToString()
+    return len(body).to_bytes(4, "big") + body
+
+
+def test_session_hold_is_asked_for_and_a_lost_event_reaches_it(daemon, sock_path):
+    seen = []
+    with Client(sock_path) as c:
+        h = c.hold("seat", "p", ["E7"], session=True, on_lost=seen.append)
+        plain = c.hold("seat", "p", ["E8"])
+        assert daemon.requests[0].hold.session and not daemon.requests[1].hold.session
+        assert h.session and h.lost is None and "session=True" in repr(h)
+        assert not plain.session
+        # An event for another hold first: nothing happens to this one.
+        daemon.send_raw(frame(session_event(("seat", "p", 99, pb.CODE_NOT_HELD, "X1"))))
+        daemon.send_raw(frame(session_event(("seat", "p", 1, pb.CODE_HELD_BY_ANOTHER, "E7"))))
+        deadline = time.monotonic() + 5
+        while h.lost is None:
+            assert time.monotonic() < deadline, "the lost event did not reach the hold"
+            time.sleep(0.005)
+        assert isinstance(h.lost, HeldByAnother) and h.lost.resource_id == "E7"
+        assert seen == [h]
+        assert "lost=HELD_BY_ANOTHER" in repr(h) and "1.fake" not in repr(h)
+        # The event is not the end of the stream: the connection stays in use.
+        assert c.health().ready
+        assert daemon.connections == 1
+        # Leaving the scope still sends the (owner-checked) release.
+        with h:
+            pass
+    assert [r.WhichOneof("method") for r in daemon.requests][-1] == "release"
+
+
+def test_session_event_before_the_caller_has_the_hold_is_kept_for_it(daemon, sock_path):
+    def grant_then_lose(req):
+        if req.WhichOneof("method") == "hold":
+            return [ok_for(req), session_event(("seat", "p", 1, pb.CODE_NOT_HELD, "E7"))]
+        return ok_for(req)
+
+    daemon.handler = grant_then_lose
+    seen = []
+    with Client(sock_path) as c:
+        h = c.hold("seat", "p", ["E7"], session=True, on_lost=seen.append)
+        assert c.health().ready  # the event was read by now
+        assert isinstance(h.lost, NotHeld) and seen == [h]
+
+
+def test_session_holds_are_lost_with_their_connection(daemon, sock_path):
+    fences = iter(range(1, 100))
+
+    def own_fences(req):  # as the daemon: a fence per hold of a partition
+        resp = ok_for(req)
+        if req.WhichOneof("method") == "hold":
+            resp.hold.fence = next(fences)
+            resp.hold.token = "%d.fake" % resp.hold.fence
+        return resp
+
+    daemon.handler = own_fences
+    seen = []
+    with Client(sock_path) as c:
+        h = c.hold("seat", "p", ["E7"], session=True, on_lost=seen.append)
+        released = c.hold("seat", "p", ["E8"], session=True)
+        released.release()
+        daemon.stop()  # the connection ends: the daemon released (or will expire) the hold
+        deadline = time.monotonic() + 5
+        while h.lost is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        assert isinstance(h.lost, Unavailable) and "connection" in h.lost.message
+        assert seen == [h]
+        assert released.lost is None  # released through the object: no news for it
+        daemon.start()
+        assert c.health().ready
+
+
+def test_session_hold_refuses_a_ttl(daemon, sock_path):
+    with Client(sock_path) as c:
+        with pytest.raises(InvalidArgument) as ei:
+            c.hold("seat", "p", ["E7"], ttl_ms=1000, session=True)
+        assert ei.value.field == "ttl_ms"
+    assert daemon.requests == []
+
+
+def test_async_session_hold_lost_event_and_close(daemon, sock_path):
+    seen = []
+
+    async def main():
+        c = AsyncClient(sock_path, timeout=5)
+        h = await c.hold("seat", "p", ["E7"], session=True, on_lost=seen.append)
+        assert daemon.requests[-1].hold.session and h.session
+        daemon.send_raw(frame(session_event(("seat", "p", 1, pb.CODE_CONFIRMED, "E7"))))
+        for _ in range(500):
+            if h.lost is not None:
+                break
+            await asyncio.sleep(0.01)
+        assert isinstance(h.lost, holdfast.Confirmed)
+        assert (await c.health()).ready
+        h2 = await c.hold("seat", "p", ["E8"], session=True)
+        await c.aclose()
+        assert isinstance(h2.lost, Unavailable)
+
+    run(main())
+    assert seen and seen[0].lost.code == Code.CONFIRMED

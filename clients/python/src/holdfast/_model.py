@@ -6,12 +6,15 @@ import enum
 import logging
 import math
 import os
+import threading
 import uuid
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ._gen import holdfast_pb2 as pb
-from .errors import ClientClosed, Code, HoldfastError, InvalidArgument, error_for
+from .errors import ClientClosed, Code, HoldfastError, InvalidArgument, Unavailable, error_for
 
 log = logging.getLogger("holdfast")
 
@@ -177,9 +180,14 @@ def _with_segment(msg: Any, segment: Optional[SegmentLike]) -> Any:
 
 
 def hold_req(namespace: str, partition: str, ids: Sequence[str], ttl_ms: int,
-             segment: Optional[SegmentLike] = None) -> pb.HoldRequest:
+             segment: Optional[SegmentLike] = None, session: bool = False) -> pb.HoldRequest:
+    if session and ttl_ms:
+        # The daemon refuses it too: a session hold's TTL is the namespace's
+        # session_ttl_ms, renewed while the connection lives.
+        raise InvalidArgument("a session hold takes no ttl_ms", field="ttl_ms")
     return _with_segment(pb.HoldRequest(namespace=namespace, partition=partition,
-                                        ids=check_ids(ids), ttl_ms=ttl_ms), segment)
+                                        ids=check_ids(ids), ttl_ms=ttl_ms,
+                                        session=bool(session)), segment)
 
 
 def extend_req(namespace, partition, ids, token, ttl_ms, segment=None) -> pb.ExtendRequest:
@@ -275,8 +283,99 @@ def hold_repr(h: Any) -> str:
     state = "active" if h.active else "finished"
     deg = ", degraded=True" if h.degraded else ""
     seg = f", segment=({h.segment.from_stop}, {h.segment.to_stop})" if h.segment else ""
+    if getattr(h, "session", False):
+        deg += ", session=True" + (f", lost={h.lost.code_name}" if h.lost is not None else "")
     return (f"{type(h).__name__}(namespace={h.namespace!r}, partition={h.partition!r}, "
             f"ids={list(h.ids)!r}{seg}, fence={h.fence}, ttl_ms={h.ttl_ms}{deg}, {state})")
+
+
+# ---- session holds (docs/sessions.md) --------------------------------------
+
+def is_session_event(resp: pb.Response) -> bool:
+    """An unsolicited id-0 frame about this connection's session holds (any
+    other id-0 frame is the daemon's fatal answer to the stream)."""
+    return resp.id == 0 and resp.WhichOneof("result") == "session_event"
+
+
+class SessionHolds:
+    """The session holds taken on one connection, by (namespace, partition,
+    fence), so that the daemon's SessionEvent and the connection's end reach
+    the Hold objects. Holds are kept by weak reference: a Hold nobody keeps
+    needs no news. Thread-safe (the blocking client's reader thread reports,
+    the callers register)."""
+
+    # Reports that came before their hold was registered (the reader may see
+    # an event before the caller has taken the answer that granted the hold).
+    EARLY_MAX = 1024
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._holds: "weakref.WeakValueDictionary[Tuple[str, str, int], Any]" = \
+            weakref.WeakValueDictionary()
+        self._early: "OrderedDict[Tuple[str, str, int], HoldfastError]" = OrderedDict()
+        self._ended: Optional[HoldfastError] = None
+
+    def register(self, hold: Any) -> None:
+        key = (hold.namespace, hold.partition, hold.fence)
+        with self._lock:
+            err = self._early.pop(key, None) or self._ended
+            if err is None:
+                self._holds[key] = hold
+        if err is not None:
+            hold._session_lost(err)
+
+    def forget(self, hold: Any) -> None:
+        key = (hold.namespace, hold.partition, hold.fence)
+        with self._lock:
+            if self._holds.get(key) is hold:
+                del self._holds[key]
+
+    def on_event(self, event: pb.SessionEvent) -> None:
+        found = []
+        with self._lock:
+            for lost in event.lost:
+                key = (lost.namespace, lost.partition, lost.fence)
+                err = error_for(lost.reason, f"session hold lost: {lost.message}",
+                                resource_id=lost.resource_id)
+                hold = self._holds.pop(key, None)
+                if hold is not None:
+                    found.append((hold, err))
+                else:
+                    self._early[key] = err
+                    while len(self._early) > self.EARLY_MAX:
+                        self._early.popitem(last=False)
+        for hold, err in found:
+            hold._session_lost(err)
+
+    def connection_ended(self, why: HoldfastError) -> None:
+        """The connection broke: the daemon released its session holds (or,
+        if the daemon died, they expire with their session TTL)."""
+        err = Unavailable("session hold lost: its connection to holdfastd ended "
+                          f"({why.message})")
+        with self._lock:
+            if self._ended is None:
+                self._ended = err
+            holds = list(self._holds.values())
+            self._holds.clear()
+            self._early.clear()
+        for hold in holds:
+            hold._session_lost(err)
+
+
+def report_lost(hold: Any, err: HoldfastError,
+                on_lost: "Optional[Callable[[Any], None]]") -> bool:
+    """Record the loss on the hold once; run its on_lost callback. False when
+    it was already known."""
+    if hold._lost is not None:
+        return False
+    hold._lost = err
+    if on_lost is not None:
+        try:
+            on_lost(hold)
+        except Exception:  # a callback's bug must not kill the reader
+            log.exception("holdfast: on_lost callback failed (correlation_id=%s)",
+                          hold.correlation_id)
+    return True
 
 
 def scope_exit_failed(h: Any, err: HoldfastError, body_raised: bool) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import logging
 import random
-from typing import Any, Dict, Generator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Tuple
 
 from . import _model as m
 from ._gen import holdfast_pb2 as pb
@@ -23,6 +23,7 @@ class _AsyncConnection:
         self._writer = writer
         self._pending: Dict[int, "asyncio.Future[pb.Response]"] = {}
         self.broken: Optional[HoldfastError] = None
+        self.sessions = m.SessionHolds()  # session holds taken on this connection
         self._task = asyncio.ensure_future(self._read_loop())
 
     async def _read_loop(self) -> None:
@@ -34,6 +35,9 @@ class _AsyncConnection:
                     raise Unavailable("holdfastd closed the connection")
                 for body in frames.feed(data):
                     resp = decode_response(body)
+                    if m.is_session_event(resp):
+                        self.sessions.on_event(resp.session_event)
+                        continue
                     if resp.id == 0:
                         # The daemon could not read one of our frames and closes.
                         raise error_for(resp.code, resp.message or "daemon rejected a frame",
@@ -83,6 +87,7 @@ class _AsyncConnection:
         for fut in pending.values():
             if not fut.done():
                 fut.set_exception(type(err)(err.message, code=err.code, field=err.field))
+        self.sessions.connection_ended(self.broken)
         self._writer.close()
 
     async def close(self) -> None:
@@ -180,6 +185,12 @@ class AsyncClient:
 
     async def _call(self, method: str, msg, timeout: Optional[float],
                     correlation_id: Optional[str]) -> Tuple[Any, pb.Response]:
+        result, resp, _ = await self._call_on(method, msg, timeout, correlation_id)
+        return result, resp
+
+    async def _call_on(self, method: str, msg, timeout: Optional[float],
+                       correlation_id: Optional[str]) -> Tuple[Any, pb.Response, _AsyncConnection]:
+        """_call, and the connection that carried it."""
         seconds = m.check_timeout(timeout, self.timeout)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
@@ -187,7 +198,7 @@ class AsyncClient:
         self._last_connect_error = None
         try:
             try:
-                resp = await asyncio.wait_for(self._roundtrip(req, deadline), seconds)
+                resp, conn = await asyncio.wait_for(self._roundtrip(req, deadline), seconds)
             except asyncio.TimeoutError:
                 if self._last_connect_error is not None and (self._conn is None or self._conn.broken):
                     raise Unavailable(f"cannot connect to holdfastd at {self.socket_path}: "
@@ -197,9 +208,10 @@ class AsyncClient:
             if not exc.correlation_id:
                 exc.correlation_id = req.correlation_id
             raise
-        return m.result_of(resp, method), resp
+        return m.result_of(resp, method), resp, conn
 
-    async def _roundtrip(self, req: pb.Request, deadline: float) -> pb.Response:
+    async def _roundtrip(self, req: pb.Request,
+                         deadline: float) -> Tuple[pb.Response, _AsyncConnection]:
         for attempt in (1, 2):
             conn = await self._connection()
             req.id = self._next_id()
@@ -214,7 +226,7 @@ class AsyncClient:
                     raise
         try:
             await conn.drain()
-            return await fut
+            return await fut, conn
         except Unavailable as exc:
             if type(exc) is Unavailable:
                 exc.message += " (the outcome of this call is unknown)"
@@ -225,19 +237,27 @@ class AsyncClient:
     # ---- API (mirrors Client) --------------------------------------------
 
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
-             segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
+             segment: Optional[m.SegmentLike] = None, session: bool = False,
+             on_lost: "Optional[Callable[[AsyncHold], None]]" = None,
+             timeout: Optional[float] = None,
              correlation_id: Optional[str] = None) -> "_HoldCall":
         """`h = await client.hold(...)`, or `async with client.hold(...) as h:`
-        which releases on exit. `segment` as in Client.hold."""
+        which releases on exit. `segment`, session=True and on_lost as in
+        Client.hold; on_lost runs on the event loop (a plain function, not a
+        coroutine)."""
         return _HoldCall(self._hold(namespace, partition, m.check_ids(ids), ttl_ms,
-                                    m.as_segment(segment), timeout,
+                                    m.as_segment(segment), session, on_lost, timeout,
                                     correlation_id or m.new_correlation_id()))
 
-    async def _hold(self, namespace, partition, ids, ttl_ms, seg, timeout, cid) -> "AsyncHold":
-        r, resp = await self._call("hold", m.hold_req(namespace, partition, ids, ttl_ms, seg),
-                                   timeout, cid)
-        return AsyncHold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
-                         degraded=resp.degraded, segment=seg)
+    async def _hold(self, namespace, partition, ids, ttl_ms, seg, session, on_lost, timeout,
+                    cid) -> "AsyncHold":
+        r, resp, conn = await self._call_on("hold", m.hold_req(namespace, partition, ids, ttl_ms,
+                                                               seg, session), timeout, cid)
+        h = AsyncHold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
+                      degraded=resp.degraded, segment=seg)
+        if session and not resp.degraded:
+            h._bind_session(conn.sessions, on_lost)
+        return h
 
     async def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                      ttl_ms: int = 0, segment: Optional[m.SegmentLike] = None,
@@ -330,6 +350,10 @@ class AsyncHold:
         self.correlation_id = correlation_id
         self.degraded = degraded
         self._active = True
+        self.session = False
+        self._sessions: Optional[m.SessionHolds] = None
+        self._on_lost: "Optional[Callable[[AsyncHold], None]]" = None
+        self._lost: Optional[HoldfastError] = None
 
     @property
     def token(self) -> str:
@@ -338,6 +362,26 @@ class AsyncHold:
     @property
     def active(self) -> bool:
         return self._active
+
+    @property
+    def lost(self) -> Optional[HoldfastError]:
+        """As Hold.lost: why a session hold is no longer held, or None."""
+        return self._lost
+
+    def _bind_session(self, sessions: m.SessionHolds,
+                      on_lost: "Optional[Callable[[AsyncHold], None]]") -> None:
+        self.session = True
+        self._sessions = sessions
+        self._on_lost = on_lost
+        sessions.register(self)
+
+    def _session_lost(self, err: HoldfastError) -> None:
+        if self._active:
+            m.report_lost(self, err, self._on_lost)
+
+    def _leave_session(self) -> None:
+        if self._sessions is not None:
+            self._sessions.forget(self)
 
     async def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None) -> int:
         self.ttl_ms = await self._client.extend(self.namespace, self.partition, self.ids,
@@ -351,6 +395,7 @@ class AsyncHold:
                                        segment=self.segment, timeout=timeout,
                                        correlation_id=self.correlation_id)
         self._active = False
+        self._leave_session()
         return n
 
     async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
@@ -360,6 +405,7 @@ class AsyncHold:
                                          payload=payload, segment=self.segment, timeout=timeout,
                                          correlation_id=self.correlation_id)
         self._active = False
+        self._leave_session()
         return res
 
     async def status(self, *, timeout: Optional[float] = None) -> List[m.ResourceStatus]:

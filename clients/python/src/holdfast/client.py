@@ -9,7 +9,7 @@ import select
 import socket
 import threading
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import _model as m
 from ._gen import holdfast_pb2 as pb
@@ -47,6 +47,7 @@ class _Connection:
         self._wlock = threading.Lock()     # one frame on the wire at a time
         self._pending: Dict[int, _Pending] = {}
         self._broken: Optional[HoldfastError] = None
+        self.sessions = m.SessionHolds()  # session holds taken on this connection
         self._reader = threading.Thread(target=self._read_loop, name="holdfast-reader", daemon=True)
         self._reader.start()
 
@@ -124,6 +125,9 @@ class _Connection:
         self.fail(err)
 
     def _dispatch(self, resp: pb.Response) -> None:
+        if m.is_session_event(resp):
+            self.sessions.on_event(resp.session_event)
+            return
         if resp.id == 0:
             # The daemon could not read one of our frames and closes the connection;
             # every request on it shares that fate.
@@ -144,6 +148,7 @@ class _Connection:
         for p in pending.values():
             p.error = type(err)(err.message, code=err.code, field=err.field)
             p.event.set()
+        self.sessions.connection_ended(self._broken)
         try:
             self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reader's recv
         except OSError:
@@ -259,18 +264,25 @@ class Client:
     def _call(self, method: str, msg, timeout: Optional[float],
               correlation_id: Optional[str]) -> Tuple[Any, pb.Response]:
         """Send one request and wait for its answer: (result message, response)."""
+        result, resp, _ = self._call_on(method, msg, timeout, correlation_id)
+        return result, resp
+
+    def _call_on(self, method: str, msg, timeout: Optional[float],
+                 correlation_id: Optional[str]) -> Tuple[Any, pb.Response, "_Connection"]:
+        """_call, and the connection that carried it."""
         seconds = m.check_timeout(timeout, self.timeout)
         deadline = time.monotonic() + seconds
         req = m.envelope(method, msg, correlation_id, seconds)
         try:
-            resp = self._roundtrip(req, deadline, seconds)
+            resp, conn = self._roundtrip(req, deadline, seconds)
         except HoldfastError as exc:
             if not exc.correlation_id:
                 exc.correlation_id = req.correlation_id
             raise
-        return m.result_of(resp, method), resp
+        return m.result_of(resp, method), resp, conn
 
-    def _roundtrip(self, req: pb.Request, deadline: float, seconds: float) -> pb.Response:
+    def _roundtrip(self, req: pb.Request, deadline: float,
+                   seconds: float) -> Tuple[pb.Response, "_Connection"]:
         for attempt in (1, 2):
             conn = self._connection(deadline)
             req.id = self._next_id()
@@ -292,27 +304,39 @@ class Client:
                 pending.error.message += " (the outcome of this call is unknown)"
             raise pending.error
         assert pending.response is not None
-        return pending.response
+        return pending.response, conn
 
     # ---- API --------------------------------------------------------------
 
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
-             segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-             correlation_id: Optional[str] = None) -> "Hold":
+             segment: Optional[m.SegmentLike] = None, session: bool = False,
+             on_lost: "Optional[Callable[[Hold], None]]" = None,
+             timeout: Optional[float] = None, correlation_id: Optional[str] = None) -> "Hold":
         """Hold every id of `ids` in one partition, all or nothing.
 
         Returns a Hold; use it as a context manager to release it on exit.
         ttl_ms=0 uses the namespace's default TTL. `segment` (a Segment or a
         (from_stop, to_stop) pair) holds legs from_stop .. to_stop - 1 of each
         id, in a namespace with max_legs (and only there); the Hold remembers
-        it for its extend, release, confirm, status and scope exit."""
+        it for its extend, release, confirm, status and scope exit.
+
+        session=True binds the hold to this client's connection
+        (docs/sessions.md): the daemon renews it while the connection lives
+        and releases it at once when the connection closes (the process
+        exits or is killed). ttl_ms must then be 0. If the daemon cannot keep
+        it, or the connection ends, `hold.lost` becomes the error that says
+        why and `on_lost(hold)` runs once: on the client's reader thread, or
+        in close() (keep it short)."""
         ids = m.check_ids(ids)
         seg = m.as_segment(segment)
         cid = correlation_id or m.new_correlation_id()
-        r, resp = self._call("hold", m.hold_req(namespace, partition, ids, ttl_ms, seg), timeout,
-                             cid)
-        return Hold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
-                    degraded=resp.degraded, segment=seg)
+        r, resp, conn = self._call_on("hold", m.hold_req(namespace, partition, ids, ttl_ms, seg,
+                                                         session), timeout, cid)
+        h = Hold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
+                 degraded=resp.degraded, segment=seg)
+        if session and not resp.degraded:
+            h._bind_session(conn.sessions, on_lost)
+        return h
 
     def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                ttl_ms: int = 0, segment: Optional[m.SegmentLike] = None,
@@ -395,6 +419,10 @@ class Hold:
         self.correlation_id = correlation_id
         self.degraded = degraded
         self._active = True
+        self.session = False
+        self._sessions: Optional[m.SessionHolds] = None
+        self._on_lost: "Optional[Callable[[Hold], None]]" = None
+        self._lost: Optional[HoldfastError] = None
 
     @property
     def token(self) -> str:
@@ -405,6 +433,28 @@ class Hold:
     def active(self) -> bool:
         """False once released or confirmed through this object."""
         return self._active
+
+    @property
+    def lost(self) -> Optional[HoldfastError]:
+        """A session hold the daemon reported lost, or whose connection ended:
+        the error that says why (NotHeld, HeldByAnother, Confirmed, or
+        Unavailable for the connection); None while it is held."""
+        return self._lost
+
+    def _bind_session(self, sessions: m.SessionHolds,
+                      on_lost: "Optional[Callable[[Hold], None]]") -> None:
+        self.session = True
+        self._sessions = sessions
+        self._on_lost = on_lost
+        sessions.register(self)
+
+    def _session_lost(self, err: HoldfastError) -> None:
+        if self._active:
+            m.report_lost(self, err, self._on_lost)
+
+    def _leave_session(self) -> None:
+        if self._sessions is not None:
+            self._sessions.forget(self)
 
     def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None) -> int:
         self.ttl_ms = self._client.extend(self.namespace, self.partition, self.ids, self._token,
@@ -417,6 +467,7 @@ class Hold:
                                  segment=self.segment, timeout=timeout,
                                  correlation_id=self.correlation_id)
         self._active = False
+        self._leave_session()
         return n
 
     def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
@@ -426,6 +477,7 @@ class Hold:
                                    payload=payload, segment=self.segment, timeout=timeout,
                                    correlation_id=self.correlation_id)
         self._active = False  # the daemon released/marked the hold after committing
+        self._leave_session()
         return res
 
     def status(self, *, timeout: Optional[float] = None) -> List[m.ResourceStatus]:

@@ -185,20 +185,22 @@ class HealthResponse(_message.Message):
     def __init__(self, live: bool = ..., ready: bool = ..., version: _Optional[str] = ..., redis: _Optional[str] = ..., postgres: _Optional[str] = ..., script_path: _Optional[str] = ..., release_path: _Optional[str] = ..., library: _Optional[str] = ..., connections: _Optional[int] = ..., in_flight: _Optional[int] = ..., draining: bool = ...) -> None: ...
 
 class HoldRequest(_message.Message):
-    __slots__ = ["ids", "namespace", "partition", "segment", "ttl_ms", "units"]
+    __slots__ = ["ids", "namespace", "partition", "segment", "session", "ttl_ms", "units"]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
     SEGMENT_FIELD_NUMBER: _ClassVar[int]
+    SESSION_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     UNITS_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     namespace: str
     partition: str
     segment: Segment
+    session: bool
     ttl_ms: int
     units: _containers.RepeatedCompositeFieldContainer[PoolTake]
-    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ..., units: _Optional[_Iterable[_Union[PoolTake, _Mapping]]] = ...) -> None: ...
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ..., session: bool = ..., units: _Optional[_Iterable[_Union[PoolTake, _Mapping]]] = ...) -> None: ...
 
 class HoldResponse(_message.Message):
     __slots__ = ["fence", "token", "ttl_ms"]
@@ -323,7 +325,7 @@ class ResourceStatus(_message.Message):
     def __init__(self, id: _Optional[str] = ..., state: _Optional[_Union[ResourceState, str]] = ..., ttl_ms: _Optional[int] = ..., owned: bool = ...) -> None: ...
 
 class Response(_message.Message):
-    __slots__ = ["cancel", "code", "confirm", "correlation_id", "degraded", "error", "extend", "get_capacity", "health", "hold", "id", "message", "metrics", "release", "set_capacity", "status"]
+    __slots__ = ["cancel", "code", "confirm", "correlation_id", "degraded", "error", "extend", "get_capacity", "health", "hold", "id", "message", "metrics", "release", "session_event", "set_capacity", "status"]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     CODE_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_FIELD_NUMBER: _ClassVar[int]
@@ -338,6 +340,7 @@ class Response(_message.Message):
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     METRICS_FIELD_NUMBER: _ClassVar[int]
     RELEASE_FIELD_NUMBER: _ClassVar[int]
+    SESSION_EVENT_FIELD_NUMBER: _ClassVar[int]
     SET_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     cancel: CancelResponse
@@ -354,9 +357,10 @@ class Response(_message.Message):
     message: str
     metrics: MetricsResponse
     release: ReleaseResponse
+    session_event: SessionEvent
     set_capacity: SetCapacityResponse
     status: StatusResponse
-    def __init__(self, id: _Optional[int] = ..., correlation_id: _Optional[str] = ..., code: _Optional[_Union[Code, str]] = ..., message: _Optional[str] = ..., degraded: bool = ..., error: _Optional[_Union[ErrorDetail, _Mapping]] = ..., hold: _Optional[_Union[HoldResponse, _Mapping]] = ..., extend: _Optional[_Union[ExtendResponse, _Mapping]] = ..., release: _Optional[_Union[ReleaseResponse, _Mapping]] = ..., confirm: _Optional[_Union[ConfirmResponse, _Mapping]] = ..., cancel: _Optional[_Union[CancelResponse, _Mapping]] = ..., status: _Optional[_Union[StatusResponse, _Mapping]] = ..., health: _Optional[_Union[HealthResponse, _Mapping]] = ..., metrics: _Optional[_Union[MetricsResponse, _Mapping]] = ..., set_capacity: _Optional[_Union[SetCapacityResponse, _Mapping]] = ..., get_capacity: _Optional[_Union[GetCapacityResponse, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[int] = ..., correlation_id: _Optional[str] = ..., code: _Optional[_Union[Code, str]] = ..., message: _Optional[str] = ..., degraded: bool = ..., error: _Optional[_Union[ErrorDetail, _Mapping]] = ..., hold: _Optional[_Union[HoldResponse, _Mapping]] = ..., extend: _Optional[_Union[ExtendResponse, _Mapping]] = ..., release: _Optional[_Union[ReleaseResponse, _Mapping]] = ..., confirm: _Optional[_Union[ConfirmResponse, _Mapping]] = ..., cancel: _Optional[_Union[CancelResponse, _Mapping]] = ..., status: _Optional[_Union[StatusResponse, _Mapping]] = ..., health: _Optional[_Union[HealthResponse, _Mapping]] = ..., metrics: _Optional[_Union[MetricsResponse, _Mapping]] = ..., set_capacity: _Optional[_Union[SetCapacityResponse, _Mapping]] = ..., get_capacity: _Optional[_Union[GetCapacityResponse, _Mapping]] = ..., session_event: _Optional[_Union[SessionEvent, _Mapping]] = ...) -> None: ...
 
 class Segment(_message.Message):
     __slots__ = ["from_stop", "to_stop"]
@@ -365,6 +369,30 @@ class Segment(_message.Message):
     from_stop: int
     to_stop: int
     def __init__(self, from_stop: _Optional[int] = ..., to_stop: _Optional[int] = ...) -> None: ...
+
+class SessionEvent(_message.Message):
+    __slots__ = ["lost"]
+    LOST_FIELD_NUMBER: _ClassVar[int]
+    lost: _containers.RepeatedCompositeFieldContainer[SessionHoldLost]
+    def __init__(self, lost: _Optional[_Iterable[_Union[SessionHoldLost, _Mapping]]] = ...) -> None: ...
+
+class SessionHoldLost(_message.Message):
+    __slots__ = ["fence", "ids", "message", "namespace", "partition", "reason", "resource_id"]
+    FENCE_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    PARTITION_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    RESOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    fence: int
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    message: str
+    namespace: str
+    partition: str
+    reason: Code
+    resource_id: str
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., fence: _Optional[int] = ..., reason: _Optional[_Union[Code, str]] = ..., resource_id: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class SetCapacityRequest(_message.Message):
     __slots__ = ["capacity", "namespace", "partition", "partition_default", "pool"]
