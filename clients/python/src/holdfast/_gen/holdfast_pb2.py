@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aholdfast/v1/holdfast.proto\x12\x0bholdfast.v1\"\xbd\x03\n\x07Request\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x16\n\x0e\x63orrelation_id\x18\x02 \x01(\t\x12\x12\n\ntimeout_ms\x18\x03 \x01(\r\x12(\n\x04hold\x18\n \x01(\x0b\x32\x18.holdfast.v1.HoldRequestH\x00\x12,\n\x06\x65xtend\x18\x0b \x01(\x0b\x32\x1a.holdfast.v1.ExtendRequestH\x00\x12.\n\x07release\x18\x0c \x01(\x0b\x32\x1b.holdfast.v1.ReleaseRequestH\x00\x12.\n\x07\x63onfirm\x18\r \x01(\x0b\x32\x1b.holdfast.v1.ConfirmRequestH\x00\x12,\n\x06\x63\x61ncel\x18\x0e \x01(\x0b\x32\x1a.holdfast.v1.CancelRequestH\x00\x12,\n\x06status\x18\x0f \x01(\x0b\x32\x1a.holdfast.v1.StatusRequestH\x00\x12,\n\x06health\x18\x10 \x01(\x0b\x32\x1a.holdfast.v1.HealthRequestH\x00\x12.\n\x07metrics\x18\x11 \x01(\x0b\x32\x1b.holdfast.v1.MetricsRequestH\x00\x42\x08\n\x06method\"\x9f\x04\n\x08Response\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x16\n\x0e\x63orrelation_id\x18\x02 \x01(\t\x12\x1f\n\x04\x63ode\x18\x03 \x01(\x0e\x32\x11.holdfast.v1.Code\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x10\n\x08\x64\x65graded\x18\x05 \x01(\x08\x12\'\n\x05\x65rror\x18\x06 \x01(\x0b\x32\x18.holdfast.v1.ErrorDetail\x12)\n\x04hold\x18\n \x01(\x0b\x32\x19.holdfast.v1.HoldResponseH\x00\x12-\n\x06\x65xtend\x18\x0b \x01(\x0b\x32\x1b.holdfast.v1.ExtendResponseH\x00\x12/\n\x07release\x18\x0c \x01(\x0b\x32\x1c.holdfast.v1.ReleaseResponseH\x00\x12/\n\x07\x63onfirm\x18\r \x01(\x0b\x32\x1c.holdfast.v1.ConfirmResponseH\x00\x12-\n\x06\x63\x61ncel\x18\x0e \x01(\x0b\x32\x1b.holdfast.v1.CancelResponseH\x00\x12-\n\x06status\x18\x0f \x01(\x0b\x32\x1b.holdfast.v1.StatusResponseH\x00\x12-\n\x06health\x18\x10 \x01(\x0b\x32\x1b.holdfast.v1.HealthResponseH\x00\x12/\n\x07metrics\x18\x11 \x01(\x0b\x32\x1c.holdfast.v1.MetricsResponseH\x00\x42\x08\n\x06result\"1\n\x0b\x45rrorDetail\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\"-\n\x07Segment\x12\x11\n\tfrom_stop\x18\x01 \x01(\r\x12\x0f\n\x07to_stop\x18\x02 \x01(\r\"w\n\x0bHoldRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\r\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"<\n\x0cHoldResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x03 \x01(\r\"\x88\x01\n\rExtendRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\r\n\x05token\x18\x04 \x01(\t\x12\x0e\n\x06ttl_ms\x18\x05 \x01(\r\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\" \n\x0e\x45xtendResponse\x12\x0e\n\x06ttl_ms\x18\x01 \x01(\r\"y\n\x0eReleaseRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\r\n\x05token\x18\x04 \x01(\t\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"#\n\x0fReleaseResponse\x12\x10\n\x08released\x18\x01 \x01(\r\"\xb6\x01\n\x0e\x43onfirmRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\r\n\x05token\x18\x04 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x11\n\treference\x18\x06 \x01(\t\x12\x0f\n\x07payload\x18\x07 \x01(\x0c\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"\\\n\x05\x43laim\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x11\n\treference\x18\x03 \x01(\t\x12\x1c\n\x14\x63onfirmed_at_unix_ms\x18\x04 \x01(\x03\"V\n\x0f\x43onfirmResponse\x12\r\n\x05\x66\x65nce\x18\x01 \x01(\x04\x12\"\n\x06\x63laims\x18\x02 \x03(\x0b\x32\x12.holdfast.v1.Claim\x12\x10\n\x08replayed\x18\x03 \x01(\x08\"\x95\x01\n\rCancelRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x11\n\treference\x18\x05 \x01(\t\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"5\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\r\x12\x10\n\x08replayed\x18\x02 \x01(\x08\"x\n\rStatusRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\r\n\x05token\x18\x04 \x01(\t\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"f\n\x0eResourceStatus\x12\n\n\x02id\x18\x01 \x01(\t\x12)\n\x05state\x18\x02 \x01(\x0e\x32\x1a.holdfast.v1.ResourceState\x12\x0e\n\x06ttl_ms\x18\x03 \x01(\x03\x12\r\n\x05owned\x18\x04 \x01(\x08\"@\n\x0eStatusResponse\x12.\n\tresources\x18\x01 \x03(\x0b\x32\x1b.holdfast.v1.ResourceStatus\"\x0f\n\rHealthRequest\"\xd5\x01\n\x0eHealthResponse\x12\x0c\n\x04live\x18\x01 \x01(\x08\x12\r\n\x05ready\x18\x02 \x01(\x08\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\r\n\x05redis\x18\x04 \x01(\t\x12\x10\n\x08postgres\x18\x05 \x01(\t\x12\x13\n\x0bscript_path\x18\x06 \x01(\t\x12\x14\n\x0crelease_path\x18\x07 \x01(\t\x12\x0f\n\x07library\x18\x08 \x01(\t\x12\x13\n\x0b\x63onnections\x18\t \x01(\r\x12\x11\n\tin_flight\x18\n \x01(\r\x12\x10\n\x08\x64raining\x18\x0b \x01(\x08\"\x10\n\x0eMetricsRequest\"\x1f\n\x0fMetricsResponse\x12\x0c\n\x04text\x18\x01 \x01(\t*\xa3\x03\n\x04\x43ode\x12\x14\n\x10\x43ODE_UNSPECIFIED\x10\x00\x12\x0b\n\x07\x43ODE_OK\x10\x01\x12\x18\n\x14\x43ODE_HELD_BY_ANOTHER\x10\x02\x12\x11\n\rCODE_NOT_HELD\x10\x03\x12\x12\n\x0e\x43ODE_CONFIRMED\x10\x04\x12\x19\n\x15\x43ODE_INVALID_ARGUMENT\x10\x05\x12\x14\n\x10\x43ODE_UNAVAILABLE\x10\x06\x12\x1a\n\x16\x43ODE_DEADLINE_EXCEEDED\x10\x07\x12\x1b\n\x17\x43ODE_RESOURCE_EXHAUSTED\x10\x08\x12\x1a\n\x16\x43ODE_PERMISSION_DENIED\x10\t\x12\x11\n\rCODE_CONFLICT\x10\n\x12\x12\n\x0e\x43ODE_HOLD_LOST\x10\x0b\x12\x0e\n\nCODE_STALE\x10\x0c\x12\x1d\n\x19\x43ODE_IDEMPOTENCY_MISMATCH\x10\r\x12\x12\n\x0e\x43ODE_NOT_FOUND\x10\x0e\x12\x16\n\x12\x43ODE_UNIMPLEMENTED\x10\x0f\x12\x11\n\rCODE_INTERNAL\x10\x10\x12\x1c\n\x18\x43ODE_FAILED_PRECONDITION\x10\x11*\x7f\n\rResourceState\x12\x1e\n\x1aRESOURCE_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13RESOURCE_STATE_FREE\x10\x01\x12\x17\n\x13RESOURCE_STATE_HELD\x10\x02\x12\x1c\n\x18RESOURCE_STATE_CONFIRMED\x10\x03\x32\xa5\x04\n\x08Holdfast\x12;\n\x04Hold\x12\x18.holdfast.v1.HoldRequest\x1a\x19.holdfast.v1.HoldResponse\x12\x41\n\x06\x45xtend\x12\x1a.holdfast.v1.ExtendRequest\x1a\x1b.holdfast.v1.ExtendResponse\x12\x44\n\x07Release\x12\x1b.holdfast.v1.ReleaseRequest\x1a\x1c.holdfast.v1.ReleaseResponse\x12\x44\n\x07\x43onfirm\x12\x1b.holdfast.v1.ConfirmRequest\x1a\x1c.holdfast.v1.ConfirmResponse\x12\x41\n\x06\x43\x61ncel\x12\x1a.holdfast.v1.CancelRequest\x1a\x1b.holdfast.v1.CancelResponse\x12\x41\n\x06Status\x12\x1a.holdfast.v1.StatusRequest\x1a\x1b.holdfast.v1.StatusResponse\x12\x41\n\x06Health\x12\x1a.holdfast.v1.HealthRequest\x1a\x1b.holdfast.v1.HealthResponse\x12\x44\n\x07Metrics\x12\x1b.holdfast.v1.MetricsRequest\x1a\x1c.holdfast.v1.MetricsResponseBa\n\x0f\x64\x65v.holdfast.v1B\rHoldfastProtoP\x01Z=github.com/holdfast/holdfast/clients/go/holdfastpb;holdfastpbb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1aholdfast/v1/holdfast.proto\x12\x0bholdfast.v1\"\xd2\x03\n\x07Request\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x16\n\x0e\x63orrelation_id\x18\x02 \x01(\t\x12\x12\n\ntimeout_ms\x18\x03 \x01(\r\x12\x13\n\x0btraceparent\x18\x04 \x01(\t\x12(\n\x04hold\x18\n \x01(\x0b\x32\x18.holdfast.v1.HoldRequestH\x00\x12,\n\x06\x65xtend\x18\x0b \x01(\x0b\x32\x1a.holdfast.v1.ExtendRequestH\x00\x12.\n\x07release\x18\x0c \x01(\x0b\x32\x1b.holdfast.v1.ReleaseRequestH\x00\x12.\n\x07\x63onfirm\x18\r \x01(\x0b\x32\x1b.holdfast.v1.ConfirmRequestH\x00\x12,\n\x06\x63\x61ncel\x18\x0e \x01(\x0b\x32\x1a.holdfast.v1.CancelRequestH\x00\x12,\n\x06status\x18\x0f \x01(\x0b\x32\x1a.holdfast.v1.StatusRequestH\x00\x12,\n\x06health\x18\x10 \x01(\x0b\x32\x1a.holdfast.v1.HealthRequestH\x00\x12.\n\x07metrics\x18\x11 \x01(\x0b\x32\x1b.holdfast.v1.MetricsRequestH\x00\x42\x08\n\x06method\"\x9f\x04\n\x08Response\x12\n\n\x02id\x18\x01 \x01(\x04\x12\x16\n\x0e\x63orrelation_id\x18\x02 \x01(\t\x12\x1f\n\x04\x63ode\x18\x03 \x01(\x0e\x32\x11.holdfast.v1.Code\x12\x0f\n\x07message\x18\x04 \x01(\t\x12\x10\n\x08\x64\x65graded\x18\x05 \x01(\x08\x12\'\n\x05\x65rror\x18\x06 \x01(\x0b\x32\x18.holdfast.v1.ErrorDetail\x12)\n\x04hold\x18\n \x01(\x0b\x32\x19.holdfast.v1.HoldResponseH\x00\x12-\n\x06\x65xtend\x18\x0b \x01(\x0b\x32\x1b.holdfast.v1.ExtendResponseH\x00\x12/\n\x07release\x18\x0c \x01(\x0b\x32\x1c.holdfast.v1.ReleaseResponseH\x00\x12/\n\x07\x63onfirm\x18\r \x01(\x0b\x32\x1c.holdfast.v1.ConfirmResponseH\x00\x12-\n\x06\x63\x61ncel\x18\x0e \x01(\x0b\x32\x1b.holdfast.v1.CancelResponseH\x00\x12-\n\x06status\x18\x0f \x01(\x0b\x32\x1b.holdfast.v1.StatusResponseH\x00\x12-\n\x06health\x18\x10 \x01(\x0b\x32\x1b.holdfast.v1.HealthResponseH\x00\x12/\n\x07metrics\x18\x11 \x01(\x0b\x32\x1c.holdfast.v1.MetricsResponseH\x00\x42\x08\n\x06result\"1\n\x0b\x45rrorDetail\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\x13\n\x0bresource_id\x18\x02 \x01(\t\"-\n\x07Segment\x12\x11\n\tfrom_stop\x18\x01 \x01(\r\x12\x0f\n\x07to_stop\x18\x02 \x01(\r\"w\n\x0bHoldRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\x0e\n\x06ttl_ms\x18\x04 \x01(\r\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"<\n\x0cHoldResponse\x12\r\n\x05token\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x0e\n\x06ttl_ms\x18\x03 \x01(\r\"\x88\x01\n\rExtendRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\r\n\x05token\x18\x04 \x01(\t\x12\x0e\n\x06ttl_ms\x18\x05 \x01(\r\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\" \n\x0e\x45xtendResponse\x12\x0e\n\x06ttl_ms\x18\x01 \x01(\r\"y\n\x0eReleaseRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\r\n\x05token\x18\x04 \x01(\t\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"#\n\x0fReleaseResponse\x12\x10\n\x08released\x18\x01 \x01(\r\"\xb6\x01\n\x0e\x43onfirmRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\r\n\x05token\x18\x04 \x01(\t\x12\x17\n\x0fidempotency_key\x18\x05 \x01(\t\x12\x11\n\treference\x18\x06 \x01(\t\x12\x0f\n\x07payload\x18\x07 \x01(\x0c\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"\\\n\x05\x43laim\x12\x13\n\x0bresource_id\x18\x01 \x01(\t\x12\r\n\x05\x66\x65nce\x18\x02 \x01(\x04\x12\x11\n\treference\x18\x03 \x01(\t\x12\x1c\n\x14\x63onfirmed_at_unix_ms\x18\x04 \x01(\x03\"V\n\x0f\x43onfirmResponse\x12\r\n\x05\x66\x65nce\x18\x01 \x01(\x04\x12\"\n\x06\x63laims\x18\x02 \x03(\x0b\x32\x12.holdfast.v1.Claim\x12\x10\n\x08replayed\x18\x03 \x01(\x08\"\x95\x01\n\rCancelRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\x17\n\x0fidempotency_key\x18\x04 \x01(\t\x12\x11\n\treference\x18\x05 \x01(\t\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"5\n\x0e\x43\x61ncelResponse\x12\x11\n\tcancelled\x18\x01 \x01(\r\x12\x10\n\x08replayed\x18\x02 \x01(\x08\"x\n\rStatusRequest\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\x11\n\tpartition\x18\x02 \x01(\t\x12\x0b\n\x03ids\x18\x03 \x03(\t\x12\r\n\x05token\x18\x04 \x01(\t\x12%\n\x07segment\x18\x0f \x01(\x0b\x32\x14.holdfast.v1.Segment\"f\n\x0eResourceStatus\x12\n\n\x02id\x18\x01 \x01(\t\x12)\n\x05state\x18\x02 \x01(\x0e\x32\x1a.holdfast.v1.ResourceState\x12\x0e\n\x06ttl_ms\x18\x03 \x01(\x03\x12\r\n\x05owned\x18\x04 \x01(\x08\"@\n\x0eStatusResponse\x12.\n\tresources\x18\x01 \x03(\x0b\x32\x1b.holdfast.v1.ResourceStatus\"\x0f\n\rHealthRequest\"\xd5\x01\n\x0eHealthResponse\x12\x0c\n\x04live\x18\x01 \x01(\x08\x12\r\n\x05ready\x18\x02 \x01(\x08\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\r\n\x05redis\x18\x04 \x01(\t\x12\x10\n\x08postgres\x18\x05 \x01(\t\x12\x13\n\x0bscript_path\x18\x06 \x01(\t\x12\x14\n\x0crelease_path\x18\x07 \x01(\t\x12\x0f\n\x07library\x18\x08 \x01(\t\x12\x13\n\x0b\x63onnections\x18\t \x01(\r\x12\x11\n\tin_flight\x18\n \x01(\r\x12\x10\n\x08\x64raining\x18\x0b \x01(\x08\"\x10\n\x0eMetricsRequest\"\x1f\n\x0fMetricsResponse\x12\x0c\n\x04text\x18\x01 \x01(\t*\xa3\x03\n\x04\x43ode\x12\x14\n\x10\x43ODE_UNSPECIFIED\x10\x00\x12\x0b\n\x07\x43ODE_OK\x10\x01\x12\x18\n\x14\x43ODE_HELD_BY_ANOTHER\x10\x02\x12\x11\n\rCODE_NOT_HELD\x10\x03\x12\x12\n\x0e\x43ODE_CONFIRMED\x10\x04\x12\x19\n\x15\x43ODE_INVALID_ARGUMENT\x10\x05\x12\x14\n\x10\x43ODE_UNAVAILABLE\x10\x06\x12\x1a\n\x16\x43ODE_DEADLINE_EXCEEDED\x10\x07\x12\x1b\n\x17\x43ODE_RESOURCE_EXHAUSTED\x10\x08\x12\x1a\n\x16\x43ODE_PERMISSION_DENIED\x10\t\x12\x11\n\rCODE_CONFLICT\x10\n\x12\x12\n\x0e\x43ODE_HOLD_LOST\x10\x0b\x12\x0e\n\nCODE_STALE\x10\x0c\x12\x1d\n\x19\x43ODE_IDEMPOTENCY_MISMATCH\x10\r\x12\x12\n\x0e\x43ODE_NOT_FOUND\x10\x0e\x12\x16\n\x12\x43ODE_UNIMPLEMENTED\x10\x0f\x12\x11\n\rCODE_INTERNAL\x10\x10\x12\x1c\n\x18\x43ODE_FAILED_PRECONDITION\x10\x11*\x7f\n\rResourceState\x12\x1e\n\x1aRESOURCE_STATE_UNSPECIFIED\x10\x00\x12\x17\n\x13RESOURCE_STATE_FREE\x10\x01\x12\x17\n\x13RESOURCE_STATE_HELD\x10\x02\x12\x1c\n\x18RESOURCE_STATE_CONFIRMED\x10\x03\x32\xa5\x04\n\x08Holdfast\x12;\n\x04Hold\x12\x18.holdfast.v1.HoldRequest\x1a\x19.holdfast.v1.HoldResponse\x12\x41\n\x06\x45xtend\x12\x1a.holdfast.v1.ExtendRequest\x1a\x1b.holdfast.v1.ExtendResponse\x12\x44\n\x07Release\x12\x1b.holdfast.v1.ReleaseRequest\x1a\x1c.holdfast.v1.ReleaseResponse\x12\x44\n\x07\x43onfirm\x12\x1b.holdfast.v1.ConfirmRequest\x1a\x1c.holdfast.v1.ConfirmResponse\x12\x41\n\x06\x43\x61ncel\x12\x1a.holdfast.v1.CancelRequest\x1a\x1b.holdfast.v1.CancelResponse\x12\x41\n\x06Status\x12\x1a.holdfast.v1.StatusRequest\x1a\x1b.holdfast.v1.StatusResponse\x12\x41\n\x06Health\x12\x1a.holdfast.v1.HealthRequest\x1a\x1b.holdfast.v1.HealthResponse\x12\x44\n\x07Metrics\x12\x1b.holdfast.v1.MetricsRequest\x1a\x1c.holdfast.v1.MetricsResponseBa\n\x0f\x64\x65v.holdfast.v1B\rHoldfastProtoP\x01Z=github.com/holdfast/holdfast/clients/go/holdfastpb;holdfastpbb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'holdfast.v1.holdfast_pb2', globals())
@@ -21,54 +21,54 @@ if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
   DESCRIPTOR._serialized_options = b'\n\017dev.holdfast.v1B\rHoldfastProtoP\001Z=github.com/holdfast/holdfast/clients/go/holdfastpb;holdfastpb'
-  _CODE._serialized_start=2802
-  _CODE._serialized_end=3221
-  _RESOURCESTATE._serialized_start=3223
-  _RESOURCESTATE._serialized_end=3350
+  _CODE._serialized_start=2823
+  _CODE._serialized_end=3242
+  _RESOURCESTATE._serialized_start=3244
+  _RESOURCESTATE._serialized_end=3371
   _REQUEST._serialized_start=44
-  _REQUEST._serialized_end=489
-  _RESPONSE._serialized_start=492
-  _RESPONSE._serialized_end=1035
-  _ERRORDETAIL._serialized_start=1037
-  _ERRORDETAIL._serialized_end=1086
-  _SEGMENT._serialized_start=1088
-  _SEGMENT._serialized_end=1133
-  _HOLDREQUEST._serialized_start=1135
-  _HOLDREQUEST._serialized_end=1254
-  _HOLDRESPONSE._serialized_start=1256
-  _HOLDRESPONSE._serialized_end=1316
-  _EXTENDREQUEST._serialized_start=1319
-  _EXTENDREQUEST._serialized_end=1455
-  _EXTENDRESPONSE._serialized_start=1457
-  _EXTENDRESPONSE._serialized_end=1489
-  _RELEASEREQUEST._serialized_start=1491
-  _RELEASEREQUEST._serialized_end=1612
-  _RELEASERESPONSE._serialized_start=1614
-  _RELEASERESPONSE._serialized_end=1649
-  _CONFIRMREQUEST._serialized_start=1652
-  _CONFIRMREQUEST._serialized_end=1834
-  _CLAIM._serialized_start=1836
-  _CLAIM._serialized_end=1928
-  _CONFIRMRESPONSE._serialized_start=1930
-  _CONFIRMRESPONSE._serialized_end=2016
-  _CANCELREQUEST._serialized_start=2019
-  _CANCELREQUEST._serialized_end=2168
-  _CANCELRESPONSE._serialized_start=2170
-  _CANCELRESPONSE._serialized_end=2223
-  _STATUSREQUEST._serialized_start=2225
-  _STATUSREQUEST._serialized_end=2345
-  _RESOURCESTATUS._serialized_start=2347
-  _RESOURCESTATUS._serialized_end=2449
-  _STATUSRESPONSE._serialized_start=2451
-  _STATUSRESPONSE._serialized_end=2515
-  _HEALTHREQUEST._serialized_start=2517
-  _HEALTHREQUEST._serialized_end=2532
-  _HEALTHRESPONSE._serialized_start=2535
-  _HEALTHRESPONSE._serialized_end=2748
-  _METRICSREQUEST._serialized_start=2750
-  _METRICSREQUEST._serialized_end=2766
-  _METRICSRESPONSE._serialized_start=2768
-  _METRICSRESPONSE._serialized_end=2799
-  _HOLDFAST._serialized_start=3353
-  _HOLDFAST._serialized_end=3902
+  _REQUEST._serialized_end=510
+  _RESPONSE._serialized_start=513
+  _RESPONSE._serialized_end=1056
+  _ERRORDETAIL._serialized_start=1058
+  _ERRORDETAIL._serialized_end=1107
+  _SEGMENT._serialized_start=1109
+  _SEGMENT._serialized_end=1154
+  _HOLDREQUEST._serialized_start=1156
+  _HOLDREQUEST._serialized_end=1275
+  _HOLDRESPONSE._serialized_start=1277
+  _HOLDRESPONSE._serialized_end=1337
+  _EXTENDREQUEST._serialized_start=1340
+  _EXTENDREQUEST._serialized_end=1476
+  _EXTENDRESPONSE._serialized_start=1478
+  _EXTENDRESPONSE._serialized_end=1510
+  _RELEASEREQUEST._serialized_start=1512
+  _RELEASEREQUEST._serialized_end=1633
+  _RELEASERESPONSE._serialized_start=1635
+  _RELEASERESPONSE._serialized_end=1670
+  _CONFIRMREQUEST._serialized_start=1673
+  _CONFIRMREQUEST._serialized_end=1855
+  _CLAIM._serialized_start=1857
+  _CLAIM._serialized_end=1949
+  _CONFIRMRESPONSE._serialized_start=1951
+  _CONFIRMRESPONSE._serialized_end=2037
+  _CANCELREQUEST._serialized_start=2040
+  _CANCELREQUEST._serialized_end=2189
+  _CANCELRESPONSE._serialized_start=2191
+  _CANCELRESPONSE._serialized_end=2244
+  _STATUSREQUEST._serialized_start=2246
+  _STATUSREQUEST._serialized_end=2366
+  _RESOURCESTATUS._serialized_start=2368
+  _RESOURCESTATUS._serialized_end=2470
+  _STATUSRESPONSE._serialized_start=2472
+  _STATUSRESPONSE._serialized_end=2536
+  _HEALTHREQUEST._serialized_start=2538
+  _HEALTHREQUEST._serialized_end=2553
+  _HEALTHRESPONSE._serialized_start=2556
+  _HEALTHRESPONSE._serialized_end=2769
+  _METRICSREQUEST._serialized_start=2771
+  _METRICSREQUEST._serialized_end=2787
+  _METRICSRESPONSE._serialized_start=2789
+  _METRICSRESPONSE._serialized_end=2820
+  _HOLDFAST._serialized_start=3374
+  _HOLDFAST._serialized_end=3923
 # @@protoc_insertion_point(module_scope)
