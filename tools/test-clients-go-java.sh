@@ -68,6 +68,8 @@ echo "== clients/go"
   race=()
   command -v gcc >/dev/null && race=(-race)
   go test "${race[@]}" -count=1 -timeout 5m -v ./...
+  # otelhf, the opt-in OpenTelemetry hook, is a module of its own.
+  (cd otelhf && go vet ./... && go test "${race[@]}" -count=1 -timeout 5m -v ./...)
 ) >"$logs/go.log" 2>&1
 go_rc=$?
 # Summary: skips with their reason, failures, the per-package result lines

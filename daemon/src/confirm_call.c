@@ -356,6 +356,8 @@ static void on_statement_result(void *privdata, const struct hf_pg_result *r) {
 void hf_claim_run(struct claim_call *cc, const char *sql, int nparams, const char *const *values,
                   const int *lengths, const int *formats) {
     struct hf_request *req = cc->req;
+    char traced[1024];
+    sql = hf_sql_traced(req->traceparent, sql, traced, sizeof traced);
     /* Sent within the request's deadline or not at all; lock waits inside
      * end by then too (hf_claim_lock_budget). */
     int rc = hf_pg_query(req->d->pg, sql, nparams, values, lengths, formats,

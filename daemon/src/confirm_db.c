@@ -47,6 +47,14 @@ enum hf_sqlstate_kind hf_sqlstate_classify(const char *sqlstate) {
     return HF_SQLSTATE_OTHER;
 }
 
+/* ---- trace context ---- */
+
+const char *hf_sql_traced(const char *traceparent, const char *sql, char *buf, size_t buflen) {
+    if (!traceparent || !*traceparent) return sql;
+    int n = snprintf(buf, buflen, "/* traceparent='%s' */ %s", traceparent, sql);
+    return n > 0 && (size_t)n < buflen ? buf : sql;
+}
+
 /* ---- the pool's owner ---- */
 
 struct confirm_db {

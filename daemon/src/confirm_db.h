@@ -21,6 +21,15 @@ enum hf_sqlstate_kind {
 /* The kind of a five-character SQLSTATE; OTHER for NULL or anything else. */
 enum hf_sqlstate_kind hf_sqlstate_classify(const char *sqlstate);
 
+/* The statement text a Confirm or Cancel sends: `sql` itself, or, for a
+ * request that carried a traceparent (validated by hf_traceparent_parse:
+ * lowercase hex and dashes only), `sql` behind a leading SQL comment that
+ * holds traceparent='00-...' (written into buf), so PostgreSQL's statement
+ * log and pg_stat_activity show the caller's trace. Statements are not
+ * prepared, so a new text per trace costs nothing; pg_stat_statements
+ * ignores comments. `sql` alone when buf is too small. */
+const char *hf_sql_traced(const char *traceparent, const char *sql, char *buf, size_t buflen);
+
 /* The pool for postgres.* of `cfg` (read now; the settings are start-only):
  * a connection is ready once holdfast.schema_version() is at least
  * hf_pg_schema_required(). Also prunes idempotency records older than

@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "confirm_db.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -81,7 +82,9 @@ static void attempt(void *arg) {
                               rs->reference, rs->payload, pid,     start,         wait_s};
     int lengths[10] = {0, 0, 0, 0, 0, 0, (int)rs->payload_len, 0, 0, 0};
     int formats[10] = {0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-    int rc = hf_pg_query(req->d->pg, SQL_RESOLVE, 10, values, lengths, formats, left, left,
+    char traced[sizeof SQL_RESOLVE + HF_TRACEPARENT_LEN + 32];
+    const char *sql = hf_sql_traced(req->traceparent, SQL_RESOLVE, traced, sizeof traced);
+    int rc = hf_pg_query(req->d->pg, sql, 10, values, lengths, formats, left, left,
                          on_result, rs);
     if (rc == -ESHUTDOWN || (rc != 0 && !req->d->pg)) finish(rs, HF_RESOLVED_UNKNOWN, "shutting down");
     else if (rc != 0) retry(rs, "postgres is not connected");

@@ -167,6 +167,10 @@ static void dispatch(struct hf_client *c, hf_request_msg *msg, const char *bad_s
         memcpy(req->correlation_id, cid, strlen(cid) + 1);
     else
         generate_correlation_id(req->correlation_id);
+    /* Never an error (W3C trace context): an invalid one is only ignored. */
+    const char *tp = msg->traceparent;
+    if (tp && *tp)
+        req->traceparent_invalid = !hf_traceparent_parse(tp, strlen(tp), req->traceparent);
     if (cid && *cid && !cid_ok) {
         hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "correlation_id", NULL,
                         "correlation_id must be 1-128 bytes of [A-Za-z0-9._:-]");
@@ -338,6 +342,16 @@ static void log_request(const struct hf_request *req, const hf_response_msg *res
     struct line l = {.len = 0};
     put(&l, "req cid=");
     put(&l, req->correlation_id);
+    if (req->traceparent[0]) {
+        /* The trace-id alone: "00-<trace-id>-..." */
+        char trace_id[33];
+        memcpy(trace_id, req->traceparent + 3, 32);
+        trace_id[32] = '\0';
+        put(&l, " trace=");
+        put(&l, trace_id);
+    } else if (req->traceparent_invalid) {
+        put(&l, " trace=invalid");
+    }
     put(&l, " op=");
     put(&l, req->op->name);
     put(&l, " ns=");

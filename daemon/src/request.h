@@ -42,6 +42,10 @@ struct hf_request {
     const struct hf_op_def *op;
     uint64_t id;
     char correlation_id[HF_NAME_MAX + 1];
+    /* The request's W3C traceparent, validated and in its version-00 form;
+     * "" when it carried none or an invalid one (ignored, as the spec says). */
+    char traceparent[HF_TRACEPARENT_LEN + 1];
+    bool traceparent_invalid;           /* carried one, and it was ignored */
     uint64_t started_ns;
     uint64_t deadline_ms;               /* loop time */
     bool answered;

@@ -1,8 +1,10 @@
 /* validate.c - character-class checks for identifiers that reach Redis keys,
- * SQL parameters and logs, and the UTF-8 check of free text. */
+ * SQL parameters and logs, the UTF-8 check of free text, and the W3C
+ * traceparent. */
 #include "validate.h"
 
 #include <stdint.h>
+#include <string.h>
 
 static bool name_char(char c) {
     return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
@@ -47,6 +49,44 @@ bool hf_valid_utf8(const char *str, size_t n) {
             cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
             return false;
         i += len;
+    }
+    return true;
+}
+
+/* n lowercase hex digits; *nonzero set when any is not '0'. */
+static bool lower_hex(const char *s, size_t n, bool *nonzero) {
+    bool nz = false;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+        nz |= c != '0';
+    }
+    if (nonzero) *nonzero = nz;
+    return true;
+}
+
+static unsigned hex_value(char c) { return c <= '9' ? (unsigned)(c - '0') : (unsigned)(c - 'a' + 10); }
+
+bool hf_traceparent_parse(const char *s, size_t len, char out[HF_TRACEPARENT_LEN + 1]) {
+    out[0] = '\0';
+    if (!s || len < HF_TRACEPARENT_LEN) return false;
+    bool trace_nz, parent_nz;
+    if (!lower_hex(s, 2, NULL) || memcmp(s, "ff", 2) == 0) return false;
+    if (s[2] != '-' || s[35] != '-' || s[52] != '-') return false;
+    if (!lower_hex(s + 3, 32, &trace_nz) || !trace_nz) return false;
+    if (!lower_hex(s + 36, 16, &parent_nz) || !parent_nz) return false;
+    if (!lower_hex(s + 53, 2, NULL)) return false;
+    bool v00 = s[0] == '0' && s[1] == '0';
+    if (v00 && len != HF_TRACEPARENT_LEN) return false;
+    if (!v00 && len > HF_TRACEPARENT_LEN && s[HF_TRACEPARENT_LEN] != '-') return false;
+    memcpy(out, s, HF_TRACEPARENT_LEN);
+    out[HF_TRACEPARENT_LEN] = '\0';
+    if (!v00) {
+        /* A later version's other flags mean nothing in version 00. */
+        static const char hex[] = "0123456789abcdef";
+        out[0] = out[1] = '0';
+        out[53] = '0';
+        out[54] = hex[hex_value(s[54]) & 1];
     }
     return true;
 }

@@ -21,4 +21,16 @@ bool hf_valid_ref_id(const char *s, size_t len);
  * valid, and s may then be NULL. */
 bool hf_valid_utf8(const char *s, size_t len);
 
+/* W3C trace context (https://www.w3.org/TR/trace-context/), the traceparent
+ * header: "00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>". */
+#define HF_TRACEPARENT_LEN 55
+/* A valid traceparent, written to `out` in its version-00 form (55 chars and
+ * a NUL; only lowercase hex and dashes, so it may go into SQL text and log
+ * lines as it is); false, with out = "", for anything else. The spec's
+ * rules: lowercase hex only; version ff is invalid; an all-zero trace-id or
+ * parent-id is invalid; version 00 is exactly 55 characters; a higher
+ * version is at least 55 characters, followed by '-' if longer, and is read
+ * as its trace-id, parent-id and sampled flag. */
+bool hf_traceparent_parse(const char *s, size_t len, char out[HF_TRACEPARENT_LEN + 1]);
+
 #endif

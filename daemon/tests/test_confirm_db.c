@@ -49,10 +49,29 @@ static void malformed(void **state) {
     assert_int_equal(hf_sqlstate_classify("3f000"), HF_SQLSTATE_OTHER);  /* SQLSTATEs are upper case */
 }
 
+/* A traceparent rides in front of the statement as a comment. */
+static void traced_sql(void **state) {
+    (void)state;
+    char buf[128];
+    const char *sql = "SELECT holdfast.confirm($1)";
+    assert_ptr_equal(hf_sql_traced("", sql, buf, sizeof buf), sql);
+    assert_ptr_equal(hf_sql_traced(NULL, sql, buf, sizeof buf), sql);
+    assert_string_equal(
+        hf_sql_traced("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", sql, buf,
+                      sizeof buf),
+        "/* traceparent='00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01' */ "
+        "SELECT holdfast.confirm($1)");
+    /* No room: the statement without the comment, never a cut one. */
+    assert_ptr_equal(
+        hf_sql_traced("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", sql, buf, 64),
+        sql);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(deadlines), cmocka_unit_test(retryable_classes), cmocka_unit_test(schema),
         cmocka_unit_test(other),     cmocka_unit_test(malformed),
+        cmocka_unit_test(traced_sql),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

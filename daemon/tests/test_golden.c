@@ -88,10 +88,26 @@ static void hold_request_fields(void **state) {
     free(frame);
 }
 
+static void traceparent_request_fields(void **state) {
+    (void)state;
+    size_t len;
+    uint8_t *frame = read_file(TESTDATA_DIR "/confirm_request_traceparent.bin", &len);
+    assert_non_null(frame);
+    hf_request_msg *m = hf_frame_unpack_request(frame + HF_FRAME_HEADER, len - HF_FRAME_HEADER);
+    assert_non_null(m);
+    assert_int_equal(m->method_case, HOLDFAST__V1__REQUEST__METHOD_CONFIRM);
+    assert_string_equal(m->traceparent,
+                        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    assert_string_equal(m->correlation_id, "trace-7f3a.checkout:6");
+    hf_request_msg_free(m);
+    free(frame);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_frame_round_trips),
         cmocka_unit_test(hold_request_fields),
+        cmocka_unit_test(traceparent_request_fields),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

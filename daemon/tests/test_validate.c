@@ -1,4 +1,5 @@
-/* Unit tests for validate.c: what may become part of a key, and UTF-8. */
+/* Unit tests for validate.c: what may become part of a key, UTF-8, and the
+ * W3C traceparent. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -102,12 +103,92 @@ static void utf8_broken(void **state) {
     assert_false(utf8("\xC3\xC3\xA9"));
 }
 
+/* ---- W3C traceparent ---- */
+
+#define TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+static bool tp(const char *s, char out[HF_TRACEPARENT_LEN + 1]) {
+    return hf_traceparent_parse(s, strlen(s), out);
+}
+
+static void traceparent_valid(void **state) {
+    (void)state;
+    char out[HF_TRACEPARENT_LEN + 1];
+    assert_true(tp(TP, out));
+    assert_string_equal(out, TP);
+    /* Not sampled; unknown flags of version 00 are kept. */
+    assert_true(tp("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", out));
+    assert_string_equal(out, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+    assert_true(tp("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09", out));
+    assert_string_equal(out, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-09");
+    /* The length given, not the NUL, is where it ends. */
+    assert_true(hf_traceparent_parse(TP "-more", HF_TRACEPARENT_LEN, out));
+    assert_string_equal(out, TP);
+}
+
+static void traceparent_future_versions(void **state) {
+    (void)state;
+    char out[HF_TRACEPARENT_LEN + 1];
+    /* A higher version: its ids and sampled flag, written as version 00. */
+    assert_true(tp("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-03", out));
+    assert_string_equal(out, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    assert_true(tp("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-fe-what-ever", out));
+    assert_string_equal(out, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+    /* ...but more only after a dash. */
+    assert_false(tp("cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01x", out));
+    assert_string_equal(out, "");
+    /* Version ff is invalid. */
+    assert_false(tp("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", out));
+}
+
+static void traceparent_invalid(void **state) {
+    (void)state;
+    char out[HF_TRACEPARENT_LEN + 1];
+    const char *bad[] = {
+        "",
+        "00",
+        /* uppercase hex */
+        "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00F067AA0BA902B7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0A",
+        "0A-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        /* all-zero ids */
+        "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+        /* version 00 is exactly 55 characters */
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-1",
+        /* wrong widths, separators, characters */
+        "00-4bf92f3577b34da6a3ce929d0e0e473-600f067aa0ba902b7-01",
+        "00_4bf92f3577b34da6a3ce929d0e0e4736_00f067aa0ba902b7_01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0g",
+        "00-4bf92f3577b34da6a3ce929d0e0e47z6-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7 01",
+        " 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01 ",
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-0'",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(out, 'x', sizeof out);
+        assert_false(tp(bad[i], out));
+        assert_string_equal(out, "");
+    }
+    assert_false(hf_traceparent_parse(NULL, 0, out));
+    /* A NUL inside. */
+    char nul[] = TP;
+    nul[10] = '\0';
+    assert_false(hf_traceparent_parse(nul, sizeof nul - 1, out));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(names),          cmocka_unit_test(references),
         cmocka_unit_test(utf8_valid),     cmocka_unit_test(utf8_overlong),
         cmocka_unit_test(utf8_surrogates), cmocka_unit_test(utf8_too_large),
         cmocka_unit_test(utf8_broken),
+        cmocka_unit_test(traceparent_valid),
+        cmocka_unit_test(traceparent_future_versions),
+        cmocka_unit_test(traceparent_invalid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

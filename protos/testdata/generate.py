@@ -94,6 +94,13 @@ def build_cases(pb):
                                       idempotency_key="order-4711:confirm",
                                       reference="order-4711",
                                       payload=b"\x00\x01\xfe\xff{\"seats\":3}")))
+    add("confirm_request_traceparent",
+        "Confirm carrying a W3C traceparent (sampled) beside its correlation id",
+        Req(id=15, correlation_id="trace-7f3a.checkout:6", timeout_ms=5000,
+            traceparent="00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+            confirm=pb.ConfirmRequest(namespace=NS, partition=PART, ids=IDS, token=TOKEN,
+                                      idempotency_key="order-4712:confirm",
+                                      reference="order-4712")))
     add("confirm_response", "Confirm OK with three claims",
         Resp(id=7, correlation_id="trace-7f3a.checkout:5", code=pb.CODE_OK,
              confirm=pb.ConfirmResponse(

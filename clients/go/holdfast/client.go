@@ -62,6 +62,7 @@ type Client struct {
 	defaultTimeout time.Duration
 	maxFrame       int
 	maxRead        int
+	traceParent    func(context.Context) string // WithTraceParentFunc; nil: none
 
 	nextID atomic.Uint64
 
@@ -259,8 +260,8 @@ func timeoutMs(left time.Duration) uint32 {
 	return uint32(ms)
 }
 
-// call sends req and waits for its response. It fills in id, correlation id
-// and timeout_ms, and turns non-OK codes into *Error.
+// call sends req and waits for its response. It fills in id, correlation id,
+// traceparent and timeout_ms, and turns non-OK codes into *Error.
 func (c *Client) call(ctx context.Context, op string, req *pb.Request) (*pb.Response, error) {
 	ctx, cancel := c.withDeadline(ctx)
 	defer cancel()
@@ -271,6 +272,7 @@ func (c *Client) call(ctx context.Context, op string, req *pb.Request) (*pb.Resp
 		req.CorrelationId = newCorrelationID()
 	}
 	corr := req.CorrelationId
+	req.Traceparent = c.traceParentFor(ctx)
 
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {

@@ -30,6 +30,11 @@
 // to Hold and Status (CancelOptions.Segment to Cancel); the Hold keeps its
 // Segment for Extend, Release, Confirm, Status and Close.
 //
+// A call's W3C traceparent comes from its context: WithTraceParent sets one,
+// and WithTraceParentFunc(otelhf.TraceParent) (module
+// github.com/holdfast/holdfast/clients/go/otelhf) takes the OpenTelemetry
+// span's, so the daemon's log and PostgreSQL name the caller's trace.
+//
 // Tokens are secrets: a Hold never prints its token (String, GoString and
 // slog all redact it); use Hold.Token only to hand the hold to another
 // process that resumes it with Client.HoldFromToken.

@@ -212,6 +212,14 @@ type Request struct {
 	// Relative deadline in milliseconds, counted from when the daemon reads the
 	// frame. 0 means the daemon's default; values above its maximum are capped.
 	TimeoutMs uint32 `protobuf:"varint,3,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	// W3C trace context (https://www.w3.org/TR/trace-context/): the caller's
+	// `traceparent` header value, "00-<32 hex trace-id>-<16 hex parent-id>-<2
+	// hex flags>", lowercase hex, ids not all zero (a higher version is read as
+	// the spec says). Optional. The daemon logs its trace id beside the
+	// correlation id and passes it to PostgreSQL as a comment on Confirm and
+	// Cancel statements. A value that is not a valid traceparent is ignored,
+	// never an error: the request runs as if it had none.
+	Traceparent string `protobuf:"bytes,4,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
 	// Types that are valid to be assigned to Method:
 	//
 	//	*Request_Hold
@@ -278,6 +286,13 @@ func (x *Request) GetTimeoutMs() uint32 {
 		return x.TimeoutMs
 	}
 	return 0
+}
+
+func (x *Request) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
 }
 
 func (x *Request) GetMethod() isRequest_Method {
@@ -2784,12 +2799,13 @@ var File_holdfast_v1_holdfast_proto protoreflect.FileDescriptor
 
 const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"\n" +
-	"\x1aholdfast/v1/holdfast.proto\x12\vholdfast.v1\"\xa8\x05\n" +
+	"\x1aholdfast/v1/holdfast.proto\x12\vholdfast.v1\"\xca\x05\n" +
 	"\aRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12%\n" +
 	"\x0ecorrelation_id\x18\x02 \x01(\tR\rcorrelationId\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x03 \x01(\rR\ttimeoutMs\x12.\n" +
+	"timeout_ms\x18\x03 \x01(\rR\ttimeoutMs\x12 \n" +
+	"\vtraceparent\x18\x04 \x01(\tR\vtraceparent\x12.\n" +
 	"\x04hold\x18\n" +
 	" \x01(\v2\x18.holdfast.v1.HoldRequestH\x00R\x04hold\x124\n" +
 	"\x06extend\x18\v \x01(\v2\x1a.holdfast.v1.ExtendRequestH\x00R\x06extend\x127\n" +

@@ -15,6 +15,7 @@ import {
 import { ClientClosedError, HoldfastError } from "./errors.js";
 import { Connection, UnsentError } from "./connection.js";
 import { encodeRequest } from "./frame.js";
+import { traceparentFor } from "./trace.js";
 
 const MAX_TIMEOUT_MS = 2 ** 32 - 1;
 const MAX_UINT32 = 2 ** 32 - 1;
@@ -62,6 +63,12 @@ export interface CallOptions {
   timeoutMs?: number;
   /** Trace id logged by the daemon; a random one is generated when omitted. */
   correlationId?: string;
+  /**
+   * W3C traceparent ("00-<trace-id>-<parent-id>-<flags>") of this call, sent
+   * as given. Omitted: the active OpenTelemetry span's when @opentelemetry/api
+   * is installed, else none; "": none.
+   */
+  traceparent?: string;
   /** Stop waiting when aborted (the request may still take effect). */
   signal?: AbortSignal;
 }
@@ -384,6 +391,7 @@ export class Client implements AsyncDisposable {
     const deadline = performance.now() + timeoutMs;
     const req = create(RequestSchema, {
       correlationId: opts.correlationId ?? newCorrelationId(),
+      traceparent: await traceparentFor(opts.traceparent),
       method: { case: method, value } as Request["method"],
     });
     const inFlight: { conn?: Connection; id?: bigint } = {};

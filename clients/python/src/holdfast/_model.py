@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ._gen import holdfast_pb2 as pb
+from ._trace import traceparent_for
 from .errors import ClientClosed, Code, HoldfastError, InvalidArgument, Unavailable, error_for
 
 log = logging.getLogger("holdfast")
@@ -224,9 +225,11 @@ def status_req(namespace, partition, ids, token, segment=None) -> pb.StatusReque
                                           ids=check_ids(ids), token=token or ""), segment)
 
 
-def envelope(method: str, msg: Any, correlation_id: Optional[str], seconds: float) -> pb.Request:
+def envelope(method: str, msg: Any, correlation_id: Optional[str], seconds: float,
+             traceparent: Optional[str] = None) -> pb.Request:
     req = pb.Request(correlation_id=correlation_id or new_correlation_id(),
-                     timeout_ms=timeout_ms(seconds))
+                     timeout_ms=timeout_ms(seconds),
+                     traceparent=traceparent_for(traceparent))
     getattr(req, method).CopyFrom(msg)
     return req
 

@@ -184,17 +184,19 @@ class AsyncClient:
                 attempt += 1
 
     async def _call(self, method: str, msg, timeout: Optional[float],
-                    correlation_id: Optional[str]) -> Tuple[Any, pb.Response]:
-        result, resp, _ = await self._call_on(method, msg, timeout, correlation_id)
+                    correlation_id: Optional[str],
+                    traceparent: Optional[str] = None) -> Tuple[Any, pb.Response]:
+        result, resp, _ = await self._call_on(method, msg, timeout, correlation_id, traceparent)
         return result, resp
 
     async def _call_on(self, method: str, msg, timeout: Optional[float],
-                       correlation_id: Optional[str]) -> Tuple[Any, pb.Response, _AsyncConnection]:
+                       correlation_id: Optional[str], traceparent: Optional[str] = None
+                       ) -> Tuple[Any, pb.Response, _AsyncConnection]:
         """_call, and the connection that carried it."""
         seconds = m.check_timeout(timeout, self.timeout)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
-        req = m.envelope(method, msg, correlation_id, seconds)
+        req = m.envelope(method, msg, correlation_id, seconds, traceparent)
         self._last_connect_error = None
         try:
             try:
@@ -240,19 +242,21 @@ class AsyncClient:
              segment: Optional[m.SegmentLike] = None, session: bool = False,
              on_lost: "Optional[Callable[[AsyncHold], None]]" = None,
              timeout: Optional[float] = None,
-             correlation_id: Optional[str] = None) -> "_HoldCall":
+             correlation_id: Optional[str] = None,
+             traceparent: Optional[str] = None) -> "_HoldCall":
         """`h = await client.hold(...)`, or `async with client.hold(...) as h:`
         which releases on exit. `segment`, session=True and on_lost as in
         Client.hold; on_lost runs on the event loop (a plain function, not a
         coroutine)."""
         return _HoldCall(self._hold(namespace, partition, m.check_ids(ids), ttl_ms,
                                     m.as_segment(segment), session, on_lost, timeout,
-                                    correlation_id or m.new_correlation_id()))
+                                    correlation_id or m.new_correlation_id(), traceparent))
 
     async def _hold(self, namespace, partition, ids, ttl_ms, seg, session, on_lost, timeout,
-                    cid) -> "AsyncHold":
+                    cid, traceparent=None) -> "AsyncHold":
         r, resp, conn = await self._call_on("hold", m.hold_req(namespace, partition, ids, ttl_ms,
-                                                               seg, session), timeout, cid)
+                                                               seg, session), timeout, cid,
+                                            traceparent)
         h = AsyncHold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
                       degraded=resp.degraded, segment=seg)
         if session and not resp.degraded:
@@ -262,54 +266,62 @@ class AsyncClient:
     async def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                      ttl_ms: int = 0, segment: Optional[m.SegmentLike] = None,
                      timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None) -> int:
+                     correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> int:
         r, _ = await self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms,
                                                        segment),
-                                timeout, correlation_id)
+                                timeout, correlation_id, traceparent)
         return r.ttl_ms
 
     async def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                       segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                      correlation_id: Optional[str] = None) -> int:
+                      correlation_id: Optional[str] = None,
+                      traceparent: Optional[str] = None) -> int:
         r, _ = await self._call("release", m.release_req(namespace, partition, ids, token, segment),
-                                timeout, correlation_id)
+                                timeout, correlation_id, traceparent)
         return r.released
 
     async def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                       idempotency_key: str, reference: str = "", payload: bytes = b"",
                       segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                      correlation_id: Optional[str] = None) -> m.ConfirmResult:
+                      correlation_id: Optional[str] = None,
+                      traceparent: Optional[str] = None) -> m.ConfirmResult:
         r, _ = await self._call("confirm", m.confirm_req(namespace, partition, ids, token,
                                                          idempotency_key, reference, payload,
                                                          segment),
-                                timeout, correlation_id)
+                                timeout, correlation_id, traceparent)
         return m.confirm_result(r)
 
     async def cancel(self, namespace: str, partition: str, ids: Sequence[str], *,
                      idempotency_key: str, reference: str = "",
                      segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None) -> m.CancelResult:
+                     correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.CancelResult:
         r, _ = await self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key,
                                                        reference, segment),
-                                timeout, correlation_id)
+                                timeout, correlation_id, traceparent)
         return m.cancel_result(r)
 
     async def status(self, namespace: str, partition: str, ids: Sequence[str], *,
                      token: Optional[str] = None, segment: Optional[m.SegmentLike] = None,
                      timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None) -> List[m.ResourceStatus]:
+                     correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
         r, _ = await self._call("status", m.status_req(namespace, partition, ids, token, segment),
-                                timeout, correlation_id)
+                                timeout, correlation_id, traceparent)
         return m.status_result(r)
 
     async def health(self, *, timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None) -> m.Health:
-        r, _ = await self._call("health", pb.HealthRequest(), timeout, correlation_id)
+                     correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.Health:
+        r, _ = await self._call("health", pb.HealthRequest(), timeout, correlation_id, traceparent)
         return m.health_result(r)
 
     async def metrics(self, *, timeout: Optional[float] = None,
-                      correlation_id: Optional[str] = None) -> str:
-        r, _ = await self._call("metrics", pb.MetricsRequest(), timeout, correlation_id)
+                      correlation_id: Optional[str] = None,
+                      traceparent: Optional[str] = None) -> str:
+        r, _ = await self._call("metrics", pb.MetricsRequest(), timeout, correlation_id,
+                                traceparent)
         return r.text
 
 
@@ -383,35 +395,43 @@ class AsyncHold:
         if self._sessions is not None:
             self._sessions.forget(self)
 
-    async def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None) -> int:
+    async def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None,
+                     traceparent: Optional[str] = None) -> int:
         self.ttl_ms = await self._client.extend(self.namespace, self.partition, self.ids,
                                                 self._token, ttl_ms=ttl_ms, segment=self.segment,
                                                 timeout=timeout,
-                                                correlation_id=self.correlation_id)
+                                                correlation_id=self.correlation_id,
+                                                traceparent=traceparent)
         return self.ttl_ms
 
-    async def release(self, *, timeout: Optional[float] = None) -> int:
+    async def release(self, *, timeout: Optional[float] = None,
+                      traceparent: Optional[str] = None) -> int:
         n = await self._client.release(self.namespace, self.partition, self.ids, self._token,
                                        segment=self.segment, timeout=timeout,
-                                       correlation_id=self.correlation_id)
+                                       correlation_id=self.correlation_id,
+                                       traceparent=traceparent)
         self._active = False
         self._leave_session()
         return n
 
     async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
-                      timeout: Optional[float] = None) -> m.ConfirmResult:
+                      timeout: Optional[float] = None,
+                      traceparent: Optional[str] = None) -> m.ConfirmResult:
         res = await self._client.confirm(self.namespace, self.partition, self.ids, self._token,
                                          idempotency_key=idempotency_key, reference=reference,
                                          payload=payload, segment=self.segment, timeout=timeout,
-                                         correlation_id=self.correlation_id)
+                                         correlation_id=self.correlation_id,
+                                         traceparent=traceparent)
         self._active = False
         self._leave_session()
         return res
 
-    async def status(self, *, timeout: Optional[float] = None) -> List[m.ResourceStatus]:
+    async def status(self, *, timeout: Optional[float] = None,
+                     traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
         return await self._client.status(self.namespace, self.partition, self.ids,
                                          token=self._token, segment=self.segment, timeout=timeout,
-                                         correlation_id=self.correlation_id)
+                                         correlation_id=self.correlation_id,
+                                         traceparent=traceparent)
 
     async def __aenter__(self) -> "AsyncHold":
         return self

@@ -262,17 +262,18 @@ class Client:
                 attempt += 1
 
     def _call(self, method: str, msg, timeout: Optional[float],
-              correlation_id: Optional[str]) -> Tuple[Any, pb.Response]:
+              correlation_id: Optional[str],
+              traceparent: Optional[str] = None) -> Tuple[Any, pb.Response]:
         """Send one request and wait for its answer: (result message, response)."""
-        result, resp, _ = self._call_on(method, msg, timeout, correlation_id)
+        result, resp, _ = self._call_on(method, msg, timeout, correlation_id, traceparent)
         return result, resp
 
-    def _call_on(self, method: str, msg, timeout: Optional[float],
-                 correlation_id: Optional[str]) -> Tuple[Any, pb.Response, "_Connection"]:
+    def _call_on(self, method: str, msg, timeout: Optional[float], correlation_id: Optional[str],
+                 traceparent: Optional[str] = None) -> Tuple[Any, pb.Response, "_Connection"]:
         """_call, and the connection that carried it."""
         seconds = m.check_timeout(timeout, self.timeout)
         deadline = time.monotonic() + seconds
-        req = m.envelope(method, msg, correlation_id, seconds)
+        req = m.envelope(method, msg, correlation_id, seconds, traceparent)
         try:
             resp, conn = self._roundtrip(req, deadline, seconds)
         except HoldfastError as exc:
@@ -311,7 +312,8 @@ class Client:
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
              segment: Optional[m.SegmentLike] = None, session: bool = False,
              on_lost: "Optional[Callable[[Hold], None]]" = None,
-             timeout: Optional[float] = None, correlation_id: Optional[str] = None) -> "Hold":
+             timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+             traceparent: Optional[str] = None) -> "Hold":
         """Hold every id of `ids` in one partition, all or nothing.
 
         Returns a Hold; use it as a context manager to release it on exit.
@@ -331,7 +333,7 @@ class Client:
         seg = m.as_segment(segment)
         cid = correlation_id or m.new_correlation_id()
         r, resp, conn = self._call_on("hold", m.hold_req(namespace, partition, ids, ttl_ms, seg,
-                                                         session), timeout, cid)
+                                                         session), timeout, cid, traceparent)
         h = Hold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
                  degraded=resp.degraded, segment=seg)
         if session and not resp.degraded:
@@ -340,61 +342,67 @@ class Client:
 
     def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                ttl_ms: int = 0, segment: Optional[m.SegmentLike] = None,
-               timeout: Optional[float] = None, correlation_id: Optional[str] = None) -> int:
+               timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+               traceparent: Optional[str] = None) -> int:
         """Stretch a hold's TTL (owner-checked); returns the TTL applied."""
         r, _ = self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms, segment),
-                          timeout, correlation_id)
+                          timeout, correlation_id, traceparent)
         return r.ttl_ms
 
     def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                 segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                correlation_id: Optional[str] = None) -> int:
+                correlation_id: Optional[str] = None, traceparent: Optional[str] = None) -> int:
         """Give a hold back (owner-checked); returns how many ids were released."""
         r, _ = self._call("release", m.release_req(namespace, partition, ids, token, segment),
-                          timeout, correlation_id)
+                          timeout, correlation_id, traceparent)
         return r.released
 
     def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                 idempotency_key: str, reference: str = "", payload: bytes = b"",
                 segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                correlation_id: Optional[str] = None) -> m.ConfirmResult:
+                correlation_id: Optional[str] = None,
+                traceparent: Optional[str] = None) -> m.ConfirmResult:
         """Turn a hold into a durable claim. Retry with the same idempotency_key
         after Unavailable/DeadlineExceeded: a confirm that committed answers
         again with its stored result (`replayed=True`)."""
         r, _ = self._call("confirm", m.confirm_req(namespace, partition, ids, token, idempotency_key,
                                                    reference, payload, segment),
-                          timeout, correlation_id)
+                          timeout, correlation_id, traceparent)
         return m.confirm_result(r)
 
     def cancel(self, namespace: str, partition: str, ids: Sequence[str], *, idempotency_key: str,
                reference: str = "", segment: Optional[m.SegmentLike] = None,
                timeout: Optional[float] = None,
-               correlation_id: Optional[str] = None) -> m.CancelResult:
+               correlation_id: Optional[str] = None,
+               traceparent: Optional[str] = None) -> m.CancelResult:
         """Remove confirmed claims so the resources can be sold again (with
         `segment`: only those legs)."""
         r, _ = self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key,
                                                  reference, segment),
-                          timeout, correlation_id)
+                          timeout, correlation_id, traceparent)
         return m.cancel_result(r)
 
     def status(self, namespace: str, partition: str, ids: Sequence[str], *,
                token: Optional[str] = None, segment: Optional[m.SegmentLike] = None,
                timeout: Optional[float] = None,
-               correlation_id: Optional[str] = None) -> List[m.ResourceStatus]:
+               correlation_id: Optional[str] = None,
+               traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
         """Diagnostic state of each id (with `segment`: of each leg, "<id>@<leg>");
         never permission for anything."""
         r, _ = self._call("status", m.status_req(namespace, partition, ids, token, segment),
-                          timeout, correlation_id)
+                          timeout, correlation_id, traceparent)
         return m.status_result(r)
 
     def health(self, *, timeout: Optional[float] = None,
-               correlation_id: Optional[str] = None) -> m.Health:
-        return m.health_result(self._call("health", pb.HealthRequest(), timeout, correlation_id)[0])
+               correlation_id: Optional[str] = None, traceparent: Optional[str] = None) -> m.Health:
+        return m.health_result(self._call("health", pb.HealthRequest(), timeout, correlation_id,
+                                          traceparent)[0])
 
     def metrics(self, *, timeout: Optional[float] = None,
-                correlation_id: Optional[str] = None) -> str:
+                correlation_id: Optional[str] = None, traceparent: Optional[str] = None) -> str:
         """The daemon's counters in Prometheus text format."""
-        return self._call("metrics", pb.MetricsRequest(), timeout, correlation_id)[0].text
+        return self._call("metrics", pb.MetricsRequest(), timeout, correlation_id,
+                          traceparent)[0].text
 
 
 class Hold:
@@ -456,34 +464,42 @@ class Hold:
         if self._sessions is not None:
             self._sessions.forget(self)
 
-    def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None) -> int:
+    def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None,
+               traceparent: Optional[str] = None) -> int:
         self.ttl_ms = self._client.extend(self.namespace, self.partition, self.ids, self._token,
                                           ttl_ms=ttl_ms, segment=self.segment, timeout=timeout,
-                                          correlation_id=self.correlation_id)
+                                          correlation_id=self.correlation_id,
+                                          traceparent=traceparent)
         return self.ttl_ms
 
-    def release(self, *, timeout: Optional[float] = None) -> int:
+    def release(self, *, timeout: Optional[float] = None,
+                traceparent: Optional[str] = None) -> int:
         n = self._client.release(self.namespace, self.partition, self.ids, self._token,
                                  segment=self.segment, timeout=timeout,
-                                 correlation_id=self.correlation_id)
+                                 correlation_id=self.correlation_id,
+                                 traceparent=traceparent)
         self._active = False
         self._leave_session()
         return n
 
     def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
-                timeout: Optional[float] = None) -> m.ConfirmResult:
+                timeout: Optional[float] = None,
+                traceparent: Optional[str] = None) -> m.ConfirmResult:
         res = self._client.confirm(self.namespace, self.partition, self.ids, self._token,
                                    idempotency_key=idempotency_key, reference=reference,
                                    payload=payload, segment=self.segment, timeout=timeout,
-                                   correlation_id=self.correlation_id)
+                                   correlation_id=self.correlation_id,
+                                   traceparent=traceparent)
         self._active = False  # the daemon released/marked the hold after committing
         self._leave_session()
         return res
 
-    def status(self, *, timeout: Optional[float] = None) -> List[m.ResourceStatus]:
+    def status(self, *, timeout: Optional[float] = None,
+               traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
         return self._client.status(self.namespace, self.partition, self.ids, token=self._token,
                                    segment=self.segment, timeout=timeout,
-                                   correlation_id=self.correlation_id)
+                                   correlation_id=self.correlation_id,
+                                   traceparent=traceparent)
 
     def __enter__(self) -> "Hold":
         return self

@@ -283,7 +283,7 @@ class ReleaseResponse(_message.Message):
     def __init__(self, released: _Optional[int] = ...) -> None: ...
 
 class Request(_message.Message):
-    __slots__ = ["cancel", "confirm", "correlation_id", "extend", "get_capacity", "health", "hold", "id", "metrics", "release", "set_capacity", "status", "timeout_ms"]
+    __slots__ = ["cancel", "confirm", "correlation_id", "extend", "get_capacity", "health", "hold", "id", "metrics", "release", "set_capacity", "status", "timeout_ms", "traceparent"]
     CANCEL_FIELD_NUMBER: _ClassVar[int]
     CONFIRM_FIELD_NUMBER: _ClassVar[int]
     CORRELATION_ID_FIELD_NUMBER: _ClassVar[int]
@@ -297,6 +297,7 @@ class Request(_message.Message):
     SET_CAPACITY_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    TRACEPARENT_FIELD_NUMBER: _ClassVar[int]
     cancel: CancelRequest
     confirm: ConfirmRequest
     correlation_id: str
@@ -310,7 +311,8 @@ class Request(_message.Message):
     set_capacity: SetCapacityRequest
     status: StatusRequest
     timeout_ms: int
-    def __init__(self, id: _Optional[int] = ..., correlation_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., hold: _Optional[_Union[HoldRequest, _Mapping]] = ..., extend: _Optional[_Union[ExtendRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., confirm: _Optional[_Union[ConfirmRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelRequest, _Mapping]] = ..., status: _Optional[_Union[StatusRequest, _Mapping]] = ..., health: _Optional[_Union[HealthRequest, _Mapping]] = ..., metrics: _Optional[_Union[MetricsRequest, _Mapping]] = ..., set_capacity: _Optional[_Union[SetCapacityRequest, _Mapping]] = ..., get_capacity: _Optional[_Union[GetCapacityRequest, _Mapping]] = ...) -> None: ...
+    traceparent: str
+    def __init__(self, id: _Optional[int] = ..., correlation_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., traceparent: _Optional[str] = ..., hold: _Optional[_Union[HoldRequest, _Mapping]] = ..., extend: _Optional[_Union[ExtendRequest, _Mapping]] = ..., release: _Optional[_Union[ReleaseRequest, _Mapping]] = ..., confirm: _Optional[_Union[ConfirmRequest, _Mapping]] = ..., cancel: _Optional[_Union[CancelRequest, _Mapping]] = ..., status: _Optional[_Union[StatusRequest, _Mapping]] = ..., health: _Optional[_Union[HealthRequest, _Mapping]] = ..., metrics: _Optional[_Union[MetricsRequest, _Mapping]] = ..., set_capacity: _Optional[_Union[SetCapacityRequest, _Mapping]] = ..., get_capacity: _Optional[_Union[GetCapacityRequest, _Mapping]] = ...) -> None: ...
 
 class ResourceStatus(_message.Message):
     __slots__ = ["id", "owned", "state", "ttl_ms"]

@@ -698,6 +698,7 @@ public final class HoldfastClient implements AutoCloseable {
             ? o.correlationId()
             : newCorrelationId();
     req.setCorrelationId(corr);
+    req.setTraceparent(TraceParents.forCall(o.traceParent()));
     long deadline = System.nanoTime() + saturatedNanos(timeout);
     Call call = new Call(op, corr, req, deadline, callbacks);
     attempt(call, false, 0, null);
