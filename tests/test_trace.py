@@ -17,6 +17,12 @@ from harness import Client, code_name, pb, wait_for
 from pgharness import cancel, confirm, hold_token, lit
 
 
+
+def STATUS():
+    """A request that is logged at info (Health and Metrics are probes, logged
+    at debug unless log.probes is set)."""
+    return pb().StatusRequest(namespace="seat", partition="trace", ids=["1"])
+
 def new_traceparent(flags="01", version="00"):
     return "%s-%s-%s-%s" % (version, secrets.token_hex(16), secrets.token_hex(8), flags)
 
@@ -55,32 +61,32 @@ def test_request_line_carries_the_trace_id_next_to_the_correlation_id(daemon, cl
     # The trace id only: the parent id and flags are not the log's business.
     assert tp not in line and tp.split("-")[2] not in line
 
-    r = client.call(health=pb().HealthRequest(), correlation_id="tr-health",
+    r = client.call(status=STATUS(), correlation_id="tr-health",
                     traceparent=new_traceparent(flags="00"))
     assert code_name(r.code) == "OK"
-    assert re.search(r"req cid=tr-health trace=[0-9a-f]{32} op=health ",
+    assert re.search(r"req cid=tr-health trace=[0-9a-f]{32} op=status ",
                      request_line(daemon, "tr-health"))
 
 
 def test_without_a_traceparent_the_line_is_as_before(daemon, client):
-    client.call(health=pb().HealthRequest(), correlation_id="tr-none")
+    client.call(status=STATUS(), correlation_id="tr-none")
     line = request_line(daemon, "tr-none")
-    assert "req cid=tr-none op=health " in line and "trace=" not in line
+    assert "req cid=tr-none op=status " in line and "trace=" not in line
 
 
 def test_a_generated_correlation_id_still_gets_the_trace_id(daemon, client):
     tp = new_traceparent()
-    r = client.call(health=pb().HealthRequest(), traceparent=tp)
+    r = client.call(status=STATUS(), traceparent=tp)
     assert r.correlation_id
-    assert "req cid=%s trace=%s op=health " % (r.correlation_id, trace_id(tp)) in \
+    assert "req cid=%s trace=%s op=status " % (r.correlation_id, trace_id(tp)) in \
         request_line(daemon, r.correlation_id)
 
 
 def test_a_higher_version_is_read_as_the_spec_says(daemon, client):
     tp = new_traceparent(version="01", flags="03") + "-what-comes-later"
-    r = client.call(health=pb().HealthRequest(), correlation_id="tr-v1", traceparent=tp)
+    r = client.call(status=STATUS(), correlation_id="tr-v1", traceparent=tp)
     assert code_name(r.code) == "OK"
-    assert "trace=%s op=health" % trace_id(tp) in request_line(daemon, "tr-v1")
+    assert "trace=%s op=status" % trace_id(tp) in request_line(daemon, "tr-v1")
 
 
 INVALID = [
