@@ -134,7 +134,9 @@ def test_failure_between_insert_and_commit_rolls_back(pgdb, cdaemon):
         nothing_written(pgdb, "seat", "mid", "K")
         assert "db=rollback" in log_line(cdaemon, "mid-1")
         # The hold is still ours (stretched to the confirm window): the retry
-        # the answer invites goes through.
+        # the answer invites goes through, once the pool has a connection
+        # again (the terminated one reconnects in the background).
+        wait_for(lambda: c.health().health.postgres == "up", what="postgres up")
         r = confirm(c, "seat", "mid", ["5", "7"], token, "K")
         assert code_name(r.code) == "OK", r.message
         assert len(pgdb.claims("seat", "mid")) == 2
