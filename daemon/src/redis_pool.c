@@ -13,6 +13,12 @@
 #include "metrics.h"
 #include "resp.h"
 
+/* A connect callback that may free its context (the free waits until it
+ * returns) and connect timeouts: hiredis 1.1 and later. */
+#if !defined(HIREDIS_MAJOR) || HIREDIS_MAJOR < 1 || (HIREDIS_MAJOR == 1 && HIREDIS_MINOR < 1)
+#error "holdfastd needs hiredis 1.1 or later (tools/deps-hiredis.sh builds 1.2)"
+#endif
+
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 
@@ -25,19 +31,19 @@ struct hf_redis_conn {
     unsigned index;
     redisAsyncContext *ac;
     enum conn_state state;
-    uv_timer_t timer; /* connect timeout, then reconnect backoff */
+    uv_timer_t timer; /* reconnect backoff (hiredis times the connect) */
     uv_timer_t stall; /* fires when the oldest outstanding call may be stalled */
     struct call *oldest, *newest; /* outstanding calls, in the order sent */
     unsigned failures;
     unsigned pending;
     bool ever_ready;
-    bool in_connect_cb;         /* inside on_connect (see conn_reset) */
-    const char *deferred_reset; /* why, while a reset waits for the loop */
 };
 
 struct hf_redis_pool {
     uv_loop_t *loop;
     char *address;
+    char *host; /* of a "host:port" address, brackets of an IPv6 one removed */
+    int port;
     char *username;
     char *password;
     uint32_t db;
@@ -151,10 +157,14 @@ static void check_stall(struct hf_redis_conn *conn) {
 
 static void on_stall_check(uv_timer_t *t) { check_stall(t->data); }
 
+static void conn_lost(struct hf_redis_conn *conn, const redisAsyncContext *ac);
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
-    (void)ac;
     struct call *call = privdata;
     struct hf_redis_conn *conn = call->conn;
+    /* No reply and an error: hiredis is dropping the connection and ends
+     * its calls before it calls on_disconnect. */
+    if (!r && ac->err) conn_lost(conn, ac);
     conn->pending--;
     unlink_call(conn, call);
     if (!call->done) {
@@ -177,8 +187,7 @@ static void on_call_timeout(uv_timer_t *t) {
 
 int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
                                  uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
-    if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP) || conn->deferred_reset)
-        return -ENOTCONN;
+    if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP)) return -ENOTCONN;
     struct call *call = calloc(1, sizeof *call);
     if (!call) return -ENOMEM;
     call->conn = conn;
@@ -251,7 +260,6 @@ void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok) {
         conn_reset(conn, "set-up failed", false);
         return;
     }
-    if (conn->deferred_reset) return; /* going down already */
     if (conn->ever_ready) hf_metrics_inc(HF_C_REDIS_RECONNECTS);
     conn->ever_ready = true;
     conn->failures = 0;
@@ -260,31 +268,15 @@ void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok) {
     set_state(conn, C_READY);
 }
 
-static void on_deferred_reset(uv_timer_t *t) {
-    struct hf_redis_conn *conn = t->data;
-    const char *why = conn->deferred_reset;
-    conn->deferred_reset = NULL;
-    if (why) conn_reset(conn, why, true); /* said when it was deferred */
-}
-
 /* quiet: the caller has said why already. */
 static void conn_reset(struct hf_redis_conn *conn, const char *why, bool quiet) {
     redisAsyncContext *ac = conn->ac;
     /* IDLE with a context: a free is already under way (deferred by hiredis
-     * until its current callback returns). */
-    if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED || conn->deferred_reset) return;
+     * until its current callback, on_connect included, returns). */
+    if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED) return;
     if (!quiet)
         log_warn("redis: resetting connection %u to %s: %s", conn->index, conn->pool->address,
                  why);
-    if (conn->in_connect_cb) {
-        /* hiredis 0.14 frees a context at once outside a reply callback, yet
-         * goes on using it after on_connect returns: reset from the loop.
-         * The connection timer is idle while connected; until it fires the
-         * connection takes no command and is not made ready. */
-        conn->deferred_reset = why;
-        uv_timer_start(&conn->timer, on_deferred_reset, 0, 0);
-        return;
-    }
     bool connected = conn->state == C_SETUP || conn->state == C_READY;
     set_state(conn, C_IDLE);
     if (connected) {
@@ -357,21 +349,21 @@ static int send_login(struct hf_redis_conn *conn, const char **what) {
     return 0;
 }
 
-static void on_connect(const redisAsyncContext *ac, int status) {
+/* Connected. hiredis lets this callback free the context: a reset from here
+ * takes effect once it returns. */
+static void on_connect(redisAsyncContext *ac, int status) {
     struct hf_redis_conn *conn = ac->data;
     struct hf_redis_pool *pool = conn->pool;
-    uv_timer_stop(&conn->timer);
     if (status != REDIS_OK) {
         /* hiredis frees the context after this callback. */
         if (conn->failures == 0 || hf_log_enabled(HF_LOG_DEBUG))
             log_warn("redis: connection %u to %s failed: %s", conn->index, pool->address,
-                     ac->errstr);
+                     ac->err == REDIS_ERR_TIMEOUT ? "connect timed out" : ac->errstr);
         conn->ac = NULL;
         schedule_reconnect(conn);
         return;
     }
     set_state(conn, C_SETUP);
-    conn->in_connect_cb = true;
     const char *what = NULL;
     int rc = send_login(conn, &what);
     if (rc != 0) {
@@ -382,42 +374,43 @@ static void on_connect(const redisAsyncContext *ac, int status) {
         pool->first_setup_done = true;
         pool->setup(pool->ud, conn, first);
     }
-    conn->in_connect_cb = false;
+}
+
+/* The connection failed (hiredis frees it once its calls have ended): said
+ * once, and no longer usable, before any call's callback can react to its
+ * end (a set-up step would otherwise report and reset it a second time). */
+static void conn_lost(struct hf_redis_conn *conn, const redisAsyncContext *ac) {
+    if (conn->state != C_SETUP && conn->state != C_READY) return; /* known already */
+    if (!conn->pool->closing)
+        log_warn("redis: connection %u to %s lost: %s", conn->index, conn->pool->address,
+                 ac->errstr);
+    set_state(conn, C_IDLE);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
     struct hf_redis_conn *conn = ac->data;
+    if (status != REDIS_OK) conn_lost(conn, ac);
     conn->ac = NULL;
-    conn->deferred_reset = NULL;
-    if (!conn->pool->closing && status != REDIS_OK)
-        log_warn("redis: connection %u to %s lost: %s", conn->index, conn->pool->address,
-                 ac->errstr);
     schedule_reconnect(conn);
-}
-
-static void on_connect_timeout(uv_timer_t *t) {
-    struct hf_redis_conn *conn = t->data;
-    if (conn->state != C_CONNECTING) return;
-    if (conn->failures == 0) log_warn("redis: connection %u: connect timed out", conn->index);
-    hf_redis_conn_reset(conn, "connect timeout");
 }
 
 static void conn_start(struct hf_redis_conn *conn) {
     struct hf_redis_pool *pool = conn->pool;
     if (pool->closing) return;
-    conn->deferred_reset = NULL;
-    redisAsyncContext *ac;
-    if (strncmp(pool->address, "unix:", 5) == 0) {
-        ac = redisAsyncConnectUnix(pool->address + 5);
-    } else {
-        char host[256];
-        const char *colon = strrchr(pool->address, ':');
-        size_t hl = (size_t)(colon - pool->address);
-        if (hl >= sizeof host) hl = sizeof host - 1;
-        memcpy(host, pool->address, hl);
-        host[hl] = '\0';
-        ac = redisAsyncConnect(host, atoi(colon + 1));
-    }
+    redisOptions options = {0};
+    if (pool->host)
+        REDIS_OPTIONS_SET_TCP(&options, pool->host, pool->port);
+    else
+        REDIS_OPTIONS_SET_UNIX(&options, pool->address + 5);
+    struct timeval connect_timeout = {
+        .tv_sec = pool->connect_timeout_ms / 1000,
+        .tv_usec = (pool->connect_timeout_ms % 1000) * 1000,
+    };
+    /* Times the connect alone (the libuv adapter's timer; its expiry ends
+     * in on_connect). No command timeout: that would drop the connection
+     * with every call on it, where each call has its own deadline. */
+    options.connect_timeout = &connect_timeout;
+    redisAsyncContext *ac = redisAsyncConnectWithOptions(&options);
     if (!ac || ac->err) {
         if (conn->failures == 0)
             log_warn("redis: connection %u to %s failed: %s", conn->index, pool->address,
@@ -432,14 +425,31 @@ static void conn_start(struct hf_redis_conn *conn) {
         schedule_reconnect(conn);
         return;
     }
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
     conn->ac = ac;
     set_state(conn, C_CONNECTING);
-    uv_timer_start(&conn->timer, on_connect_timeout, pool->connect_timeout_ms, 0);
+    /* Setting the connect callback arms the connect timeout. */
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    redisAsyncSetConnectCallbackNC(ac, on_connect);
 }
 
 static void on_backoff(uv_timer_t *t) { conn_start(t->data); }
+
+/* "host:port" into host (without the brackets of "[::1]:6379") and port;
+ * "unix:/path" leaves host NULL. -1: not an address (config.c checks them). */
+static int parse_address(struct hf_redis_pool *pool) {
+    const char *a = pool->address;
+    if (strncmp(a, "unix:", 5) == 0) return 0;
+    const char *colon = strrchr(a, ':');
+    if (!colon) return -1;
+    size_t hl = (size_t)(colon - a);
+    if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']') {
+        a++;
+        hl -= 2;
+    }
+    pool->host = strndup(a, hl);
+    pool->port = atoi(colon + 1);
+    return pool->host ? 0 : -1;
+}
 
 struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
                                            const struct hf_redis_pool_options *opts,
@@ -450,6 +460,12 @@ struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
     if (!pool) return NULL;
     pool->loop = loop;
     pool->address = strdup(opts->address);
+    if (!pool->address || parse_address(pool) != 0) {
+        free(pool->address);
+        free(pool->host);
+        free(pool);
+        return NULL;
+    }
     pool->username = opts->username ? strdup(opts->username) : NULL;
     pool->password = opts->password ? strdup(opts->password) : NULL;
     pool->db = opts->db;
@@ -483,6 +499,7 @@ static void on_pool_timer_closed(uv_handle_t *h) {
     struct hf_redis_pool *pool = conn->pool;
     if (--pool->open_timers > 0) return;
     free(pool->address);
+    free(pool->host);
     free(pool->username);
     free(pool->password);
     free(pool);

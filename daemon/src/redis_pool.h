@@ -1,7 +1,8 @@
 /* redis_pool.h - a few hiredis async connections on the libuv loop, with
- * reconnect and backoff and a deadline on every call (hiredis 0.14 has no
- * timeouts of its own). Commands pipeline on whichever ready connection has
- * the fewest replies outstanding. */
+ * reconnect and backoff and a deadline on every call (our own timers:
+ * hiredis's command timeout would drop the whole connection). Commands
+ * pipeline on whichever ready connection has the fewest replies
+ * outstanding. */
 #ifndef HF_REDIS_POOL_H
 #define HF_REDIS_POOL_H
 
