@@ -10,7 +10,7 @@ packages=(
   libuv1-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   liblua5.4-dev libpq-dev libsystemd-dev libsodium-dev libcmocka-dev
   redis-server postgresql
-  python3 python3-pytest python3-protobuf valgrind clang libclang-rt-14-dev
+  python3 python3-pytest python3-protobuf valgrind clang libclang-rt-14-dev openssl
 )
 
 missing=()
