@@ -59,26 +59,50 @@ def wait_for(predicate, timeout=10.0, interval=0.02, what="condition"):
     raise AssertionError("timed out waiting for " + what)
 
 
-class RedisServer:
-    """A private redis-server on a Unix socket (no TCP, no persistence)."""
+def free_tcp_port():
+    """A port on 127.0.0.1 that nothing listens on just now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
-    def __init__(self, workdir, name="redis", extra_args=()):
+
+class RedisServer:
+    """A private redis-server on a Unix socket (no TCP, no persistence).
+
+    tls: optional {"cert": path, "key": path, "ca": path, "auth_clients": bool}
+    to serve TLS on 127.0.0.1:tls_port as well (plain TCP stays off; the Unix
+    socket, which Redis never serves TLS on, stays for the tests' own cmd());
+    `address` is then the TLS one, kept across restarts."""
+
+    def __init__(self, workdir, name="redis", extra_args=(), tls=None):
         self.dir = os.path.join(workdir, name)
         os.makedirs(self.dir, exist_ok=True)
         self.socket = os.path.join(self.dir, "redis.sock")
         self.port = 0
         self.extra_args = list(extra_args)
+        self.tls = tls
+        self.tls_port = free_tcp_port() if tls else 0
         self.proc = None
 
     @property
     def address(self):
+        if self.tls:
+            return "127.0.0.1:%d" % self.tls_port
         return "unix:" + self.socket
+
+    def _tls_args(self):
+        if not self.tls:
+            return []
+        return ["--tls-port", str(self.tls_port), "--bind", "127.0.0.1",
+                "--tls-cert-file", self.tls["cert"], "--tls-key-file", self.tls["key"],
+                "--tls-ca-cert-file", self.tls["ca"],
+                "--tls-auth-clients", "yes" if self.tls.get("auth_clients") else "no"]
 
     def start(self):
         args = [REDIS_SERVER, "--port", str(self.port), "--unixsocket", self.socket,
                 "--unixsocketperm", "700", "--dir", self.dir, "--save", "",
                 "--appendonly", "no", "--logfile", os.path.join(self.dir, "redis.log"),
-                "--daemonize", "no"] + self.extra_args
+                "--daemonize", "no"] + self._tls_args() + self.extra_args
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         wait_for(lambda: self._ping(), what="redis-server to answer PING")
         return self

@@ -167,19 +167,34 @@ def lit(s):
 
 
 class PgCluster:
-    def __init__(self):
+    """ssl: optional {"cert": path, "key": path} (PEM, the server's): the
+    cluster then also listens on 127.0.0.1:port with ssl=on (copies of the
+    files, owned by the server's user, live in its directory)."""
+
+    def __init__(self, ssl=None):
         self.bin = _pg_bin()
         self.dir = tempfile.mkdtemp(prefix="hf-pg-")
         os.chmod(self.dir, 0o755)
         self.data = os.path.join(self.dir, "data")
         self.log_path = os.path.join(self.dir, "postgres.log")
-        self.port = 5432
+        self.ssl = ssl
+        self.port = harness.free_tcp_port() if ssl else 5432
         self.prefix = []
+        owner = None
         if os.geteuid() == 0:
             user = os.environ.get("HF_PG_USER", "nobody")
             pw = pwd.getpwnam(user)
-            os.chown(self.dir, pw.pw_uid, pw.pw_gid)
+            owner = (pw.pw_uid, pw.pw_gid)
+            os.chown(self.dir, *owner)
             self.prefix = ["runuser", "-u", user, "--"]
+        if ssl:
+            # PostgreSQL refuses a key others may read.
+            for kind in ("cert", "key"):
+                path = os.path.join(self.dir, "server." + kind)
+                shutil.copyfile(ssl[kind], path)
+                os.chmod(path, 0o600)
+                if owner:
+                    os.chown(path, *owner)
         self._names = itertools.count(1)
 
     def _run(self, args, **kw):
@@ -196,9 +211,14 @@ class PgCluster:
             self._run([self.tool("initdb"), "-D", self.data, "-U", SUPERUSER, "--auth=trust",
                        "-E", "UTF8", "--locale=C", "--no-sync"])
         # log_statement=all with parameters: the token test greps this log.
-        opts = ("-k %s -c listen_addresses='' -p %d -c fsync=off -c full_page_writes=off"
+        listen = "''"
+        if self.ssl:
+            listen = ("127.0.0.1 -c ssl=on -c ssl_cert_file=%s -c ssl_key_file=%s"
+                      % (os.path.join(self.dir, "server.cert"),
+                         os.path.join(self.dir, "server.key")))
+        opts = ("-k %s -c listen_addresses=%s -p %d -c fsync=off -c full_page_writes=off"
                 " -c log_statement=all -c log_line_prefix='%%m [%%p] %%a: '"
-                " -c max_connections=200" % (self.dir, self.port))
+                " -c max_connections=200" % (self.dir, listen, self.port))
         self._run([self.tool("pg_ctl"), "-D", self.data, "-l", self.log_path, "-w", "-t", "60",
                    "-o", opts, "start"])
         return self
@@ -218,6 +238,12 @@ class PgCluster:
 
     def dsn(self, dbname, user=APP):
         return "host=%s port=%d dbname=%s user=%s" % (self.dir, self.port, dbname, user)
+
+    def tls_dsn(self, dbname, rootcert, user=APP, host="127.0.0.1"):
+        """Over TCP with TLS, the server's certificate checked against
+        `rootcert` and its name against `host` (clusters made with ssl)."""
+        return ("host=%s port=%d dbname=%s user=%s sslmode=verify-full sslrootcert=%s"
+                % (host, self.port, dbname, user, rootcert))
 
     def session(self, dbname="postgres", user=SUPERUSER):
         return PgSession(self.dir, self.port, dbname, user)

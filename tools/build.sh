@@ -9,5 +9,6 @@ case "$kind" in
   asan)    dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=Debug -DHOLDFAST_SANITIZE=ON) ;;
   *) echo "usage: $0 [release|asan]" >&2; exit 2 ;;
 esac
+tools/deps-hiredis.sh # hiredis 1.2 with TLS, private prefix; a no-op once built
 cmake -S . -B "$dir" -DHOLDFAST_WERROR=ON "${flags[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"

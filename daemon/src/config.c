@@ -98,6 +98,25 @@ static const struct field redis_fields[] = {
     {"redis.seeds", F_STRING_LIST, CFG(redis_seeds), 0, NULL, 0, 0, NULL, RESTART,
      "More cluster nodes to ask for the slot map, same forms as `address`; only with "
      "`cluster`."},
+    {"redis.tls", F_BOOL, CFG(redis_tls), 0, NULL, 0, 0, NULL, RESTART,
+     "Connect over TLS, to every cluster node too; addresses must be `\"host:port\"` (see "
+     "[TLS](#tls))."},
+    {"redis.tls_ca_file", F_STRING, CFG(redis_tls_ca_file), 0, NULL, 0, 0, NULL, RESTART,
+     "PEM file of the CA certificates the server's certificate must chain to; with "
+     "`tls_ca_dir` unset too: the system's CAs."},
+    {"redis.tls_ca_dir", F_STRING, CFG(redis_tls_ca_dir), 0, NULL, 0, 0, NULL, RESTART,
+     "Directory of CA certificates named by hash (`openssl rehash`)."},
+    {"redis.tls_cert_file", F_STRING, CFG(redis_tls_cert_file), 0, NULL, 0, 0, NULL, RESTART,
+     "Client certificate chain (PEM) for servers that ask for one (`tls-auth-clients`); "
+     "with `tls_key_file`."},
+    {"redis.tls_key_file", F_STRING, CFG(redis_tls_key_file), 0, NULL, 0, 0, NULL, RESTART,
+     "Private key (PEM, unencrypted) of `tls_cert_file`."},
+    {"redis.tls_server_name", F_STRING, CFG(redis_tls_server_name), 0, NULL, 0, 0, NULL,
+     RESTART, "Name sent as SNI and required in every node's certificate; unset: the host of "
+              "each address (an IP address must be among the certificate's IP SANs)."},
+    {"redis.tls_verify", F_BOOL, CFG(redis_tls_verify), 1, NULL, 0, 0, NULL, RESTART,
+     "Check the server's certificate chain and name; `false` encrypts without knowing who "
+     "answers (never in production)."},
 };
 
 static const struct field postgres_fields[] = {
@@ -570,6 +589,41 @@ static bool valid_http_address(const char *a) {
     return inet_pton(family, host, addr) == 1;
 }
 
+static bool validate_redis_tls(struct hf_lua *ctx, const struct hf_config *cfg) {
+    static const struct {
+        const char *key;
+        size_t offset;
+    } tls_only[] = {
+        {"redis.tls_ca_file", CFG(redis_tls_ca_file)},
+        {"redis.tls_ca_dir", CFG(redis_tls_ca_dir)},
+        {"redis.tls_cert_file", CFG(redis_tls_cert_file)},
+        {"redis.tls_key_file", CFG(redis_tls_key_file)},
+        {"redis.tls_server_name", CFG(redis_tls_server_name)},
+    };
+    if (!cfg->redis_tls) {
+        for (size_t i = 0; i < N_FIELDS(tls_only); i++)
+            if (*(char *const *)(const void *)((const char *)cfg + tls_only[i].offset))
+                return fail(ctx, tls_only[i].key, "is only used with redis.tls = true");
+        if (!cfg->redis_tls_verify)
+            return fail(ctx, "redis.tls_verify", "is only used with redis.tls = true");
+        return true;
+    }
+    /* Redis serves TLS on its tls-port, never on a Unix socket. */
+    if (strncmp(cfg->redis_address, "unix:", 5) == 0)
+        return fail(ctx, "redis.address", "must be \"host:port\" with redis.tls");
+    for (size_t i = 0; i < cfg->n_redis_seeds; i++) {
+        if (strncmp(cfg->redis_seeds[i], "unix:", 5) != 0) continue;
+        char key[64];
+        snprintf(key, sizeof key, "redis.seeds[%zu]", i + 1);
+        return fail(ctx, key, "must be \"host:port\" with redis.tls");
+    }
+    if (cfg->redis_tls_cert_file && !cfg->redis_tls_key_file)
+        return fail(ctx, "redis.tls_cert_file", "needs redis.tls_key_file");
+    if (cfg->redis_tls_key_file && !cfg->redis_tls_cert_file)
+        return fail(ctx, "redis.tls_key_file", "needs redis.tls_cert_file");
+    return true;
+}
+
 static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
     if (cfg->default_timeout_ms > cfg->max_timeout_ms)
         return fail(ctx, "limits.default_timeout_ms", "must not exceed limits.max_timeout_ms (%u)",
@@ -589,6 +643,7 @@ static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
         return fail(ctx, "redis.seeds", "is only used with redis.cluster = true");
     if (cfg->redis_cluster && cfg->redis_db != 0)
         return fail(ctx, "redis.db", "must be 0 with redis.cluster (a cluster has one database)");
+    if (!validate_redis_tls(ctx, cfg)) return false;
     if (strlen(cfg->socket_path) >= 108)
         return fail(ctx, "socket.path", "longer than a Unix socket path may be (107 bytes)");
     if (!valid_http_address(cfg->metrics_http_address))

@@ -58,6 +58,13 @@ struct hf_config {
     bool redis_cluster;        /* address (and seeds) are Redis Cluster nodes */
     char **redis_seeds;        /* more cluster nodes to ask for the slot map */
     size_t n_redis_seeds;
+    bool redis_tls;            /* TLS to every Redis node */
+    char *redis_tls_ca_file;   /* NULL, with redis_tls_ca_dir NULL: the system's CAs */
+    char *redis_tls_ca_dir;
+    char *redis_tls_cert_file; /* client certificate, with redis_tls_key_file */
+    char *redis_tls_key_file;
+    char *redis_tls_server_name; /* NULL: the host of each node's address */
+    bool redis_tls_verify;
 
     char *pg_dsn;              /* NULL: PostgreSQL not configured */
     uint32_t pg_pool_size;

@@ -42,6 +42,7 @@ struct hf_redis_cluster {
     uint32_t pool_size;
     uint32_t connect_timeout_ms;
     uint32_t command_timeout_ms;
+    struct hf_redis_tls *tls; /* NULL, or every node's pools use it */
     hf_redis_setup_fn *setup;
     hf_redis_state_fn *on_state;
     void *ud;
@@ -144,6 +145,7 @@ static struct node *node_add(struct hf_redis_cluster *c, const char *addr, bool 
         .connect_timeout_ms = c->connect_timeout_ms,
         .stall_ms = c->stall_ms,
         .no_metrics = seed,
+        .tls = c->tls,
     };
     if (n->addr)
         n->pool = hf_redis_pool_create(c->loop, &opts, seed ? seed_setup : node_setup,
@@ -598,6 +600,7 @@ static void free_cluster(struct hf_redis_cluster *c) {
     free(c->seed_addrs);
     free(c->username);
     free(c->password);
+    hf_redis_tls_unref(c->tls);
     free(c);
 }
 
@@ -614,6 +617,7 @@ struct hf_redis_cluster *hf_redis_cluster_create(uv_loop_t *loop,
     c->stall_ms = opts->stall_ms;
     c->connect_timeout_ms = opts->connect_timeout_ms;
     c->command_timeout_ms = opts->command_timeout_ms;
+    if (opts->tls) c->tls = hf_redis_tls_ref(opts->tls);
     c->setup = setup;
     c->on_state = on_state;
     c->ud = ud;

@@ -23,6 +23,7 @@ struct hf_redis_cluster_options {
     uint32_t connect_timeout_ms;
     uint32_t command_timeout_ms; /* for CLUSTER SLOTS */
     uint32_t stall_ms;           /* for every pool (hf_redis_pool_options) */
+    struct hf_redis_tls *tls;    /* NULL, or TLS to every node (the cluster keeps a reference) */
 };
 
 /* setup runs on every new connection to every primary (as for a single

@@ -347,7 +347,8 @@ static uint32_t stall_ms(const struct hf_config *cfg) {
 /* The seeds are redis.address and redis.seeds; every primary found in the
  * slot map gets its own pool, set up like the single pool. */
 static struct hf_redis_cluster *create_cluster(uv_loop_t *loop, const struct hf_config *cfg,
-                                               struct hf_redis_front *s) {
+                                               struct hf_redis_front *s,
+                                               struct hf_redis_tls *tls) {
     size_t n = 1 + cfg->n_redis_seeds;
     const char **seeds = calloc(n, sizeof *seeds);
     if (!seeds) return NULL;
@@ -362,6 +363,7 @@ static struct hf_redis_cluster *create_cluster(uv_loop_t *loop, const struct hf_
         .connect_timeout_ms = cfg->redis_connect_timeout_ms,
         .command_timeout_ms = s->setup_timeout_ms,
         .stall_ms = stall_ms(cfg),
+        .tls = tls,
     };
     struct hf_redis_cluster *c =
         hf_redis_cluster_create(loop, &opts, on_connection_setup, on_pool_state, s);
@@ -387,8 +389,32 @@ struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *
         hf_front_close(s);
         return NULL;
     }
+    /* One TLS context for every connection; the pools (or the cluster) keep
+     * it as long as they need it. */
+    struct hf_redis_tls *tls = NULL;
+    if (cfg->redis_tls) {
+        char err[512];
+        struct hf_redis_tls_options tls_opts = {
+            .ca_file = cfg->redis_tls_ca_file,
+            .ca_dir = cfg->redis_tls_ca_dir,
+            .cert_file = cfg->redis_tls_cert_file,
+            .key_file = cfg->redis_tls_key_file,
+            .server_name = cfg->redis_tls_server_name,
+            .verify = cfg->redis_tls_verify,
+        };
+        tls = hf_redis_tls_create(&tls_opts, err, sizeof err);
+        if (!tls) {
+            log_error("%s", err);
+            hf_front_close(s);
+            return NULL;
+        }
+        if (!cfg->redis_tls_verify)
+            log_warn("redis: TLS without verification (redis.tls_verify = false): the "
+                     "server is not authenticated");
+    }
     if (cfg->redis_cluster) {
-        s->cluster = create_cluster(loop, cfg, s);
+        s->cluster = create_cluster(loop, cfg, s, tls);
+        hf_redis_tls_unref(tls);
         if (!s->cluster) {
             hf_front_close(s);
             return NULL;
@@ -403,8 +429,10 @@ struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *
         .pool_size = cfg->redis_pool_size,
         .connect_timeout_ms = cfg->redis_connect_timeout_ms,
         .stall_ms = stall_ms(cfg),
+        .tls = tls,
     };
     s->pool = hf_redis_pool_create(loop, &opts, on_connection_setup, on_pool_state, s);
+    hf_redis_tls_unref(tls);
     if (!s->pool) {
         hf_front_close(s);
         return NULL;

@@ -1,17 +1,30 @@
-/* redis_pool.c - hiredis async connections, their reconnects and deadlines. */
+/* redis_pool.c - hiredis async connections, their TLS, reconnects and
+ * deadlines. */
 #include "redis_pool.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
+#include <hiredis/hiredis_ssl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "backoff.h"
 #include "log.h"
 #include "metrics.h"
 #include "resp.h"
+
+/* A connect callback that may free its context (the free waits until it
+ * returns), connect timeouts and TLS: hiredis 1.1 and later. */
+#if !defined(HIREDIS_MAJOR) || HIREDIS_MAJOR < 1 || (HIREDIS_MAJOR == 1 && HIREDIS_MINOR < 1)
+#error "holdfastd needs hiredis 1.1 or later (tools/deps-hiredis.sh builds 1.2)"
+#endif
 
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
@@ -24,32 +37,35 @@ struct hf_redis_conn {
     struct hf_redis_pool *pool;
     unsigned index;
     redisAsyncContext *ac;
+    SSL *ssl; /* with TLS: ac's, owned by hiredis; NULL with ac */
     enum conn_state state;
-    uv_timer_t timer; /* connect timeout, then reconnect backoff */
+    uv_timer_t timer; /* reconnect backoff (hiredis times the connect) */
     uv_timer_t stall; /* fires when the oldest outstanding call may be stalled */
     struct call *oldest, *newest; /* outstanding calls, in the order sent */
     unsigned failures;
     unsigned pending;
     bool ever_ready;
-    bool in_connect_cb;         /* inside on_connect (see conn_reset) */
-    const char *deferred_reset; /* why, while a reset waits for the loop */
 };
 
 struct hf_redis_pool {
     uv_loop_t *loop;
     char *address;
+    char *host; /* of a "host:port" address, brackets of an IPv6 one removed */
+    int port;
     char *username;
     char *password;
     uint32_t db;
     uint32_t connect_timeout_ms;
     uint32_t stall_ms;
     bool no_metrics;
+    struct hf_redis_tls *tls;
     hf_redis_setup_fn *setup;
     hf_redis_state_fn *on_state;
     void *ud;
     bool closing;
     bool first_setup_done;
     bool login_failure_logged; /* said once per outage: until a connection is ready */
+    bool tls_failure_logged;   /* likewise */
     unsigned ready;
     unsigned open_timers;
     unsigned n;
@@ -93,6 +109,187 @@ void hf_redis_error_code(const redisReply *reply, char *out, size_t outlen) {
     if (n == 0 && outlen > 3) memcpy(out, "ERR", n = 3);
     if (outlen) out[n] = '\0';
 }
+
+/* ---- TLS ---- */
+
+struct hf_redis_tls {
+    unsigned refs;
+    SSL_CTX *ctx;
+    char *server_name;
+    bool verify;
+};
+
+/* The reason of OpenSSL's last error, or `fallback`; the thread's error
+ * queue is left empty (see tls_funcs). */
+static const char *tls_reason(const char *fallback) {
+    unsigned long e = ERR_peek_last_error();
+    const char *why = e ? ERR_reason_error_string(e) : NULL;
+    ERR_clear_error();
+    return why ? why : fallback;
+}
+
+static bool tls_setup_failed(char *err, size_t errlen, const char *setting, const char *path,
+                             const char *fallback) {
+    snprintf(err, errlen, "redis TLS: %s '%s': %s", setting, path, tls_reason(fallback));
+    return false;
+}
+
+static bool tls_load(SSL_CTX *ctx, const struct hf_redis_tls_options *o, char *err,
+                     size_t errlen) {
+    if (o->ca_file && SSL_CTX_load_verify_locations(ctx, o->ca_file, NULL) != 1)
+        return tls_setup_failed(err, errlen, "redis.tls_ca_file", o->ca_file,
+                                "cannot load CA certificates");
+    if (o->ca_dir) {
+        /* OpenSSL reads the directory lazily: say now when it is not one. */
+        struct stat st;
+        if (stat(o->ca_dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            return tls_setup_failed(err, errlen, "redis.tls_ca_dir", o->ca_dir,
+                                    "not a directory");
+        if (SSL_CTX_load_verify_locations(ctx, NULL, o->ca_dir) != 1)
+            return tls_setup_failed(err, errlen, "redis.tls_ca_dir", o->ca_dir,
+                                    "cannot use as a CA directory");
+    }
+    if (!o->ca_file && !o->ca_dir && SSL_CTX_set_default_verify_paths(ctx) != 1)
+        return tls_setup_failed(err, errlen, "redis.tls_ca_file", "(the system's CAs)",
+                                "cannot load the system's CA certificates");
+    if (o->cert_file &&
+        SSL_CTX_use_certificate_chain_file(ctx, o->cert_file) != 1)
+        return tls_setup_failed(err, errlen, "redis.tls_cert_file", o->cert_file,
+                                "cannot load the certificate");
+    if (o->key_file && SSL_CTX_use_PrivateKey_file(ctx, o->key_file, SSL_FILETYPE_PEM) != 1)
+        return tls_setup_failed(err, errlen, "redis.tls_key_file", o->key_file,
+                                "cannot load the private key");
+    if (o->cert_file && o->key_file && SSL_CTX_check_private_key(ctx) != 1)
+        return tls_setup_failed(err, errlen, "redis.tls_key_file", o->key_file,
+                                "does not match redis.tls_cert_file");
+    return true;
+}
+
+struct hf_redis_tls *hf_redis_tls_create(const struct hf_redis_tls_options *o, char *err,
+                                         size_t errlen) {
+    if (!o->cert_file != !o->key_file) {
+        snprintf(err, errlen, "redis TLS: a client certificate needs both "
+                              "redis.tls_cert_file and redis.tls_key_file");
+        return NULL;
+    }
+    redisInitOpenSSL();
+    ERR_clear_error();
+    struct hf_redis_tls *tls = calloc(1, sizeof *tls);
+    if (!tls) {
+        snprintf(err, errlen, "redis TLS: out of memory");
+        return NULL;
+    }
+    tls->refs = 1;
+    tls->verify = o->verify;
+    tls->ctx = SSL_CTX_new(TLS_client_method());
+    if (!tls->ctx) {
+        snprintf(err, errlen, "redis TLS: %s", tls_reason("cannot create a context"));
+        hf_redis_tls_unref(tls);
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(tls->ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(tls->ctx, o->verify ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, NULL);
+    if (o->server_name && !(tls->server_name = strdup(o->server_name))) {
+        snprintf(err, errlen, "redis TLS: out of memory");
+        hf_redis_tls_unref(tls);
+        return NULL;
+    }
+    if (!tls_load(tls->ctx, o, err, errlen)) {
+        hf_redis_tls_unref(tls);
+        return NULL;
+    }
+    return tls;
+}
+
+struct hf_redis_tls *hf_redis_tls_ref(struct hf_redis_tls *tls) {
+    tls->refs++;
+    return tls;
+}
+
+void hf_redis_tls_unref(struct hf_redis_tls *tls) {
+    if (!tls || --tls->refs > 0) return;
+    SSL_CTX_free(tls->ctx); /* connections still open keep their own reference */
+    free(tls->server_name);
+    free(tls);
+}
+
+/* hiredis's TLS read and write, each on an empty error queue: SSL_get_error
+ * misreads a would-block as a failure when an earlier error is still queued
+ * (another connection's, or libpq's), and hiredis never clears it. */
+static redisContextFuncs tls_funcs;
+static ssize_t (*hiredis_tls_read)(struct redisContext *, char *, size_t);
+static ssize_t (*hiredis_tls_write)(struct redisContext *);
+
+static ssize_t tls_read(struct redisContext *c, char *buf, size_t cap) {
+    ERR_clear_error();
+    return hiredis_tls_read(c, buf, cap);
+}
+
+static ssize_t tls_write(struct redisContext *c) {
+    ERR_clear_error();
+    return hiredis_tls_write(c);
+}
+
+static bool is_ip_address(const char *name) {
+    unsigned char buf[sizeof(struct in6_addr)];
+    return inet_pton(AF_INET, name, buf) == 1 || inet_pton(AF_INET6, name, buf) == 1;
+}
+
+/* The handshake failed (or could not start): why, once per outage like a
+ * refused login. `ssl` is still alive; `fallback` says why when OpenSSL
+ * does not. */
+static void tls_failed(struct hf_redis_conn *conn, const SSL *ssl, const char *fallback) {
+    struct hf_redis_pool *pool = conn->pool;
+    char why[256];
+    long verify = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
+    if (verify != X509_V_OK)
+        snprintf(why, sizeof why, "server certificate refused: %s",
+                 X509_verify_cert_error_string(verify));
+    else
+        snprintf(why, sizeof why, "%s", tls_reason(fallback));
+    ERR_clear_error();
+    if (!pool->tls_failure_logged || hf_log_enabled(HF_LOG_DEBUG))
+        log_error("redis: TLS handshake with %s failed on connection %u: %s; reconnecting "
+                  "with backoff (logged once until a connection is ready)",
+                  pool->address, conn->index, why);
+    pool->tls_failure_logged = true;
+}
+
+/* Start the handshake on a connected context (it goes on as hiredis reads
+ * and writes): SNI, and unless verify is off, the name the certificate must
+ * carry: server_name, else the address's host; an IP address is matched
+ * against the certificate's IP SANs and sent as no SNI. */
+static bool tls_start(struct hf_redis_conn *conn, redisAsyncContext *ac) {
+    struct hf_redis_pool *pool = conn->pool;
+    const char *name = pool->tls->server_name ? pool->tls->server_name : pool->host;
+    bool ip = is_ip_address(name);
+    ERR_clear_error();
+    SSL *ssl = SSL_new(pool->tls->ctx);
+    bool ok = ssl && (ip || SSL_set_tlsext_host_name(ssl, name) == 1);
+    if (ok && pool->tls->verify) {
+        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        ok = ip ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name) == 1
+                : SSL_set1_host(ssl, name) == 1;
+    }
+    /* On a fast network the whole handshake can happen in here. */
+    if (!ok || redisInitiateSSL(&ac->c, ssl) != REDIS_OK) {
+        tls_failed(conn, ssl, ac->c.err ? ac->c.errstr : "cannot create a TLS session");
+        SSL_free(ssl); /* not hiredis's unless redisInitiateSSL succeeded */
+        return false;
+    }
+    if (!hiredis_tls_read) {
+        tls_funcs = *ac->c.funcs;
+        hiredis_tls_read = tls_funcs.read;
+        hiredis_tls_write = tls_funcs.write;
+        tls_funcs.read = tls_read;
+        tls_funcs.write = tls_write;
+    }
+    ac->c.funcs = &tls_funcs;
+    conn->ssl = ssl;
+    return true;
+}
+
+/* ---- connections ---- */
 
 static void on_backoff(uv_timer_t *t);
 
@@ -151,10 +348,14 @@ static void check_stall(struct hf_redis_conn *conn) {
 
 static void on_stall_check(uv_timer_t *t) { check_stall(t->data); }
 
+static void conn_lost(struct hf_redis_conn *conn, const redisAsyncContext *ac);
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
-    (void)ac;
     struct call *call = privdata;
     struct hf_redis_conn *conn = call->conn;
+    /* No reply and an error: hiredis is dropping the connection and ends
+     * its calls before it calls on_disconnect. */
+    if (!r && ac->err) conn_lost(conn, ac);
     conn->pending--;
     unlink_call(conn, call);
     if (!call->done) {
@@ -177,8 +378,7 @@ static void on_call_timeout(uv_timer_t *t) {
 
 int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
                                  uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
-    if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP) || conn->deferred_reset)
-        return -ENOTCONN;
+    if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP)) return -ENOTCONN;
     struct call *call = calloc(1, sizeof *call);
     if (!call) return -ENOMEM;
     call->conn = conn;
@@ -251,40 +451,24 @@ void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok) {
         conn_reset(conn, "set-up failed", false);
         return;
     }
-    if (conn->deferred_reset) return; /* going down already */
     if (conn->ever_ready) hf_metrics_inc(HF_C_REDIS_RECONNECTS);
     conn->ever_ready = true;
     conn->failures = 0;
     conn->pool->login_failure_logged = false;
+    conn->pool->tls_failure_logged = false;
     log_info("redis: connection %u ready (%s)", conn->index, conn->pool->address);
     set_state(conn, C_READY);
-}
-
-static void on_deferred_reset(uv_timer_t *t) {
-    struct hf_redis_conn *conn = t->data;
-    const char *why = conn->deferred_reset;
-    conn->deferred_reset = NULL;
-    if (why) conn_reset(conn, why, true); /* said when it was deferred */
 }
 
 /* quiet: the caller has said why already. */
 static void conn_reset(struct hf_redis_conn *conn, const char *why, bool quiet) {
     redisAsyncContext *ac = conn->ac;
     /* IDLE with a context: a free is already under way (deferred by hiredis
-     * until its current callback returns). */
-    if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED || conn->deferred_reset) return;
+     * until its current callback, on_connect included, returns). */
+    if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED) return;
     if (!quiet)
         log_warn("redis: resetting connection %u to %s: %s", conn->index, conn->pool->address,
                  why);
-    if (conn->in_connect_cb) {
-        /* hiredis 0.14 frees a context at once outside a reply callback, yet
-         * goes on using it after on_connect returns: reset from the loop.
-         * The connection timer is idle while connected; until it fires the
-         * connection takes no command and is not made ready. */
-        conn->deferred_reset = why;
-        uv_timer_start(&conn->timer, on_deferred_reset, 0, 0);
-        return;
-    }
     bool connected = conn->state == C_SETUP || conn->state == C_READY;
     set_state(conn, C_IDLE);
     if (connected) {
@@ -293,6 +477,7 @@ static void conn_reset(struct hf_redis_conn *conn, const char *why, bool quiet) 
         redisAsyncFree(ac);
     } else {
         conn->ac = NULL;
+        conn->ssl = NULL;
         redisAsyncFree(ac);
         schedule_reconnect(conn);
     }
@@ -357,21 +542,27 @@ static int send_login(struct hf_redis_conn *conn, const char **what) {
     return 0;
 }
 
-static void on_connect(const redisAsyncContext *ac, int status) {
+/* Connected (TCP or the Unix socket). hiredis lets this callback free the
+ * context: a reset from here takes effect once it returns. */
+static void on_connect(redisAsyncContext *ac, int status) {
     struct hf_redis_conn *conn = ac->data;
     struct hf_redis_pool *pool = conn->pool;
-    uv_timer_stop(&conn->timer);
     if (status != REDIS_OK) {
         /* hiredis frees the context after this callback. */
         if (conn->failures == 0 || hf_log_enabled(HF_LOG_DEBUG))
             log_warn("redis: connection %u to %s failed: %s", conn->index, pool->address,
-                     ac->errstr);
+                     ac->err == REDIS_ERR_TIMEOUT ? "connect timed out" : ac->errstr);
         conn->ac = NULL;
         schedule_reconnect(conn);
         return;
     }
     set_state(conn, C_SETUP);
-    conn->in_connect_cb = true;
+    if (pool->tls && !tls_start(conn, ac)) {
+        conn_reset(conn, "TLS could not be started", true);
+        return;
+    }
+    /* With TLS the login and set-up commands wait in hiredis's buffer until
+     * the handshake is done; their deadlines bound the handshake too. */
     const char *what = NULL;
     int rc = send_login(conn, &what);
     if (rc != 0) {
@@ -382,42 +573,50 @@ static void on_connect(const redisAsyncContext *ac, int status) {
         pool->first_setup_done = true;
         pool->setup(pool->ud, conn, first);
     }
-    conn->in_connect_cb = false;
+}
+
+/* The connection failed (hiredis frees it once its calls have ended): said
+ * once, and no longer usable, before any call's callback can react to its
+ * end (a set-up step would otherwise report and reset it a second time). */
+static void conn_lost(struct hf_redis_conn *conn, const redisAsyncContext *ac) {
+    if (conn->state != C_SETUP && conn->state != C_READY) return; /* known already */
+    if (!conn->pool->closing) {
+        /* conn->ssl is freed with ac, after on_disconnect. */
+        if (conn->ssl && !SSL_is_init_finished(conn->ssl))
+            tls_failed(conn, conn->ssl, ac->errstr);
+        else
+            log_warn("redis: connection %u to %s lost: %s", conn->index, conn->pool->address,
+                     ac->errstr);
+    }
+    set_state(conn, C_IDLE);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
     struct hf_redis_conn *conn = ac->data;
+    if (status != REDIS_OK) conn_lost(conn, ac);
+    ERR_clear_error(); /* whatever the failure left: see tls_funcs */
     conn->ac = NULL;
-    conn->deferred_reset = NULL;
-    if (!conn->pool->closing && status != REDIS_OK)
-        log_warn("redis: connection %u to %s lost: %s", conn->index, conn->pool->address,
-                 ac->errstr);
+    conn->ssl = NULL;
     schedule_reconnect(conn);
-}
-
-static void on_connect_timeout(uv_timer_t *t) {
-    struct hf_redis_conn *conn = t->data;
-    if (conn->state != C_CONNECTING) return;
-    if (conn->failures == 0) log_warn("redis: connection %u: connect timed out", conn->index);
-    hf_redis_conn_reset(conn, "connect timeout");
 }
 
 static void conn_start(struct hf_redis_conn *conn) {
     struct hf_redis_pool *pool = conn->pool;
     if (pool->closing) return;
-    conn->deferred_reset = NULL;
-    redisAsyncContext *ac;
-    if (strncmp(pool->address, "unix:", 5) == 0) {
-        ac = redisAsyncConnectUnix(pool->address + 5);
-    } else {
-        char host[256];
-        const char *colon = strrchr(pool->address, ':');
-        size_t hl = (size_t)(colon - pool->address);
-        if (hl >= sizeof host) hl = sizeof host - 1;
-        memcpy(host, pool->address, hl);
-        host[hl] = '\0';
-        ac = redisAsyncConnect(host, atoi(colon + 1));
-    }
+    redisOptions options = {0};
+    if (pool->host)
+        REDIS_OPTIONS_SET_TCP(&options, pool->host, pool->port);
+    else
+        REDIS_OPTIONS_SET_UNIX(&options, pool->address + 5);
+    struct timeval connect_timeout = {
+        .tv_sec = pool->connect_timeout_ms / 1000,
+        .tv_usec = (pool->connect_timeout_ms % 1000) * 1000,
+    };
+    /* Times the connect alone (the libuv adapter's timer; its expiry ends
+     * in on_connect). No command timeout: that would drop the connection
+     * with every call on it, where each call has its own deadline. */
+    options.connect_timeout = &connect_timeout;
+    redisAsyncContext *ac = redisAsyncConnectWithOptions(&options);
     if (!ac || ac->err) {
         if (conn->failures == 0)
             log_warn("redis: connection %u to %s failed: %s", conn->index, pool->address,
@@ -432,14 +631,32 @@ static void conn_start(struct hf_redis_conn *conn) {
         schedule_reconnect(conn);
         return;
     }
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
     conn->ac = ac;
+    conn->ssl = NULL;
     set_state(conn, C_CONNECTING);
-    uv_timer_start(&conn->timer, on_connect_timeout, pool->connect_timeout_ms, 0);
+    /* Setting the connect callback arms the connect timeout. */
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+    redisAsyncSetConnectCallbackNC(ac, on_connect);
 }
 
 static void on_backoff(uv_timer_t *t) { conn_start(t->data); }
+
+/* "host:port" into host (without the brackets of "[::1]:6379") and port;
+ * "unix:/path" leaves host NULL. -1: not an address (config.c checks them). */
+static int parse_address(struct hf_redis_pool *pool) {
+    const char *a = pool->address;
+    if (strncmp(a, "unix:", 5) == 0) return 0;
+    const char *colon = strrchr(a, ':');
+    if (!colon) return -1;
+    size_t hl = (size_t)(colon - a);
+    if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']') {
+        a++;
+        hl -= 2;
+    }
+    pool->host = strndup(a, hl);
+    pool->port = atoi(colon + 1);
+    return pool->host ? 0 : -1;
+}
 
 struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
                                            const struct hf_redis_pool_options *opts,
@@ -450,6 +667,13 @@ struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
     if (!pool) return NULL;
     pool->loop = loop;
     pool->address = strdup(opts->address);
+    if (!pool->address || parse_address(pool) != 0) {
+        free(pool->address);
+        free(pool->host);
+        free(pool);
+        return NULL;
+    }
+    if (opts->tls) pool->tls = hf_redis_tls_ref(opts->tls);
     pool->username = opts->username ? strdup(opts->username) : NULL;
     pool->password = opts->password ? strdup(opts->password) : NULL;
     pool->db = opts->db;
@@ -483,6 +707,8 @@ static void on_pool_timer_closed(uv_handle_t *h) {
     struct hf_redis_pool *pool = conn->pool;
     if (--pool->open_timers > 0) return;
     free(pool->address);
+    free(pool->host);
+    hf_redis_tls_unref(pool->tls);
     free(pool->username);
     free(pool->password);
     free(pool);

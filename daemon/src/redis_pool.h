@@ -1,7 +1,8 @@
 /* redis_pool.h - a few hiredis async connections on the libuv loop, with
- * reconnect and backoff and a deadline on every call (hiredis 0.14 has no
- * timeouts of its own). Commands pipeline on whichever ready connection has
- * the fewest replies outstanding. */
+ * reconnect and backoff, optionally TLS, and a deadline on every call (our
+ * own timers: hiredis's command timeout would drop the whole connection).
+ * Commands pipeline on whichever ready connection has the fewest replies
+ * outstanding. */
 #ifndef HF_REDIS_POOL_H
 #define HF_REDIS_POOL_H
 
@@ -36,6 +37,27 @@ typedef void hf_redis_cb(void *privdata, enum hf_redis_status status, redisReply
 struct hf_redis_pool;
 struct hf_redis_conn;
 
+/* TLS to Redis: one OpenSSL client context, shared by every connection of
+ * every pool that is given it (each pool keeps a reference). */
+struct hf_redis_tls_options {
+    const char *ca_file;     /* PEM CA certificates; with ca_dir NULL too: the system's */
+    const char *ca_dir;      /* a hashed directory of CA certificates; may be NULL */
+    const char *cert_file;   /* client certificate chain (PEM), with key_file; may be NULL */
+    const char *key_file;    /* its private key (PEM) */
+    const char *server_name; /* SNI and the name the certificate must carry; NULL: the
+                              * host of each address (an IP address: an IP SAN) */
+    bool verify;             /* check the chain and the name; false: encryption only */
+};
+struct hf_redis_tls;
+
+/* NULL with a message naming the setting and why (unreadable file, key not
+ * matching the certificate, ...) in err. */
+struct hf_redis_tls *hf_redis_tls_create(const struct hf_redis_tls_options *opts, char *err,
+                                         size_t errlen);
+struct hf_redis_tls *hf_redis_tls_ref(struct hf_redis_tls *tls);
+/* NULL is a no-op. */
+void hf_redis_tls_unref(struct hf_redis_tls *tls);
+
 struct hf_redis_pool_options {
     const char *address;  /* "unix:/path" or "host:port" */
     const char *username; /* may be NULL */
@@ -48,6 +70,7 @@ struct hf_redis_pool_options {
      * ends that caller's wait, never the shared connection. 0: 10 s. */
     uint32_t stall_ms;
     bool no_metrics;      /* leave the pool gauges alone (cluster seed connections) */
+    struct hf_redis_tls *tls; /* NULL: plain TCP; else TLS ("host:port" addresses only) */
 };
 
 /* A connection came up (authenticated, db selected). The owner sends its

@@ -132,6 +132,41 @@ static void metrics_http_address(void **state) {
     assert_non_null(strstr(err, "only used with metrics.http = true"));
 }
 
+static void redis_tls_settings(void **state) {
+    (void)state;
+    char err[512] = "";
+    struct hf_config *cfg = load("return { namespaces = { a = {} } }", err);
+    assert_non_null(cfg);
+    assert_false(cfg->redis_tls);
+    assert_true(cfg->redis_tls_verify);
+    hf_config_unref(cfg);
+    cfg = load("return { namespaces = { a = {} }, redis = { tls = true, tls_ca_file = '/ca',\n"
+               "  tls_server_name = 'r.example', tls_cert_file = '/c', tls_key_file = '/k' } }",
+               err);
+    assert_non_null(cfg);
+    assert_string_equal(cfg->redis_tls_ca_file, "/ca");
+    assert_string_equal(cfg->redis_tls_server_name, "r.example");
+    hf_config_unref(cfg);
+    /* The TLS details without TLS are mistakes, not silently ignored. */
+    assert_null(load("return { namespaces = { a = {} },\n redis = { tls_ca_file = '/ca' } }", err));
+    assert_non_null(strstr(err, "t.lua:2: key 'redis.tls_ca_file': is only used with redis.tls"));
+    assert_null(load("return { namespaces = { a = {} }, redis = { tls_verify = false } }", err));
+    assert_non_null(strstr(err, "key 'redis.tls_verify': is only used with redis.tls"));
+    assert_null(load("return { namespaces = { a = {} }, redis = { tls = true,"
+                     " tls_cert_file = '/c' } }", err));
+    assert_non_null(strstr(err, "key 'redis.tls_cert_file': needs redis.tls_key_file"));
+    assert_null(load("return { namespaces = { a = {} }, redis = { tls = true,"
+                     " tls_key_file = '/k' } }", err));
+    assert_non_null(strstr(err, "key 'redis.tls_key_file': needs redis.tls_cert_file"));
+    /* Redis serves TLS on TCP only. */
+    assert_null(load("return { namespaces = { a = {} }, redis = { tls = true,"
+                     " address = 'unix:/r.sock' } }", err));
+    assert_non_null(strstr(err, "key 'redis.address': must be \"host:port\" with redis.tls"));
+    assert_null(load("return { namespaces = { a = {} }, redis = { tls = true, cluster = true,"
+                     " seeds = { 'h:1', 'unix:/r.sock' } } }", err));
+    assert_non_null(strstr(err, "key 'redis.seeds[2]': must be \"host:port\" with redis.tls"));
+}
+
 static void sandbox(void **state) {
     (void)state;
     char err[512] = "";
@@ -179,6 +214,19 @@ static const struct {
     {"redis.cluster", "", "redis = { cluster = true }", true},
     {"redis.seeds", "redis = { cluster = true }",
      "redis = { cluster = true, seeds = { 'h:1' } }", true},
+    {"redis.tls", "", "redis = { tls = true }", true},
+    {"redis.tls_ca_file", "redis = { tls = true }",
+     "redis = { tls = true, tls_ca_file = '/ca.pem' }", true},
+    {"redis.tls_ca_dir", "redis = { tls = true }",
+     "redis = { tls = true, tls_ca_dir = '/etc/ssl/certs' }", true},
+    {"redis.tls_cert_file", "redis = { tls = true, tls_cert_file = '/a', tls_key_file = '/k' }",
+     "redis = { tls = true, tls_cert_file = '/b', tls_key_file = '/k' }", true},
+    {"redis.tls_key_file", "redis = { tls = true, tls_cert_file = '/c', tls_key_file = '/a' }",
+     "redis = { tls = true, tls_cert_file = '/c', tls_key_file = '/b' }", true},
+    {"redis.tls_server_name", "redis = { tls = true }",
+     "redis = { tls = true, tls_server_name = 'redis.example' }", true},
+    {"redis.tls_verify", "redis = { tls = true }",
+     "redis = { tls = true, tls_verify = false }", true},
     {"postgres.dsn", "", "postgres = { dsn = 'dbname=x' }", true},
     {"postgres.pool_size", "", "postgres = { pool_size = 3 }", true},
     {"postgres.connect_timeout_ms", "", "postgres = { connect_timeout_ms = 500 }", true},
@@ -479,6 +527,7 @@ int main(void) {
         cmocka_unit_test(values_are_read),
         cmocka_unit_test(errors_name_line_and_key),
         cmocka_unit_test(metrics_http_address),
+        cmocka_unit_test(redis_tls_settings),
         cmocka_unit_test(sandbox),
         cmocka_unit_test(each_setting_is_reported_by_its_own_name),
         cmocka_unit_test(restart_only_changes_are_exact),
