@@ -6,7 +6,9 @@ The exposition is validated by lint_exposition below (the rules of
 per family, valid names and label sets, no duplicate series, counters named
 *_total, histograms with ordered cumulative buckets ending in +Inf = _count)
 and parsed by the Prometheus Python client's parser (Debian:
-python3-prometheus-client). Where `promtool` is on PATH it is run too."""
+python3-prometheus-client). Where `promtool` is on PATH, or taken out of
+Debian's prometheus package by tools/deps-promtool.sh (the test command does
+that), it is run too."""
 import os
 import re
 import shutil
@@ -23,6 +25,8 @@ import harness
 from harness import Client, code_name, pb, wait_for
 
 HTTP_ANY_PORT = 'metrics = { http = true, http_address = "127.0.0.1:0" },'
+PROMTOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "deps",
+                        "promtool", "usr", "bin", "promtool")
 RESOURCE_OPS = {"hold", "extend", "release", "confirm", "cancel", "status", "set_capacity",
                 "get_capacity"}
 
@@ -168,7 +172,7 @@ def check_exposition(text):
     for name, kind in types.items():
         key = name[: -len("_total")] if kind == "counter" and name.endswith("_total") else name
         assert parsed.get(key) == kind, (name, kind, parsed.get(key))
-    promtool = shutil.which("promtool")
+    promtool = shutil.which("promtool") or (PROMTOOL if os.access(PROMTOOL, os.X_OK) else None)
     if promtool:
         r = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True,
                            text=True, timeout=30)
