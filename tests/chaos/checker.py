@@ -43,10 +43,14 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional, Tuple
 
 DEFINITE = frozenset({"OK", "HOLD_LOST", "CONFIRMED", "CONFLICT", "STALE",
-                      "IDEMPOTENCY_MISMATCH"})
+                      "IDEMPOTENCY_MISMATCH", "NOT_FOUND"})
 FAILURES = DEFINITE - {"OK"}
 NOT_DEFINITE = frozenset({"DEADLINE_EXCEEDED", "UNAVAILABLE", "NO_ANSWER"})
 MISMATCH = "IDEMPOTENCY_MISMATCH"
+# A scoped Cancel's refusals are stored under their own names and answered
+# with these codes (migration 0004): an id without a claim, or claimed under
+# another reference.
+RECORD_ANSWER = {"NOT_CLAIMED": "NOT_FOUND", "OTHER_REFERENCE": "CONFLICT"}
 
 
 @dataclass
@@ -177,7 +181,8 @@ def check(history, snapshot):
             bound_answer[(ns, key)] = holders[0]
             req, code = holders[0]
             rec = records.get((ns, key))
-            if rec is None or rec["op"] != req[0] or rec["code"] != code:
+            if rec is None or rec["op"] != req[0] or \
+                    RECORD_ANSWER.get(rec["code"], rec["code"]) != code:
                 out.append(Violation("idempotency_record", key,
                                      "answered %s %s, record %s"
                                      % (req[0], code, rec and (rec["op"], rec["code"])),

@@ -128,13 +128,16 @@ class Worker(threading.Thread):
                                   payload=p.payload))
         return rec.code if rec else None
 
-    def cancel(self, p, ids=None):
+    def cancel(self, p, ids=None, reference=None):
+        """A refund of order `reference` (the purchase's own by default);
+        a Cancel is all or nothing and scoped to that order."""
         self.seq += 1
         key = "x%d-%d" % (self.n, self.seq)
         ids = ids or p.ids
         if len(ids) > 1 and self.rnd.random() < 0.3:
             ids = (self.rnd.choice(ids),)
-        op = Op(self.n, "cancel", NS, p.partition, ids, key=key, reference="refund-" + key)
+        op = Op(self.n, "cancel", NS, p.partition, ids, key=key,
+                reference=reference or p.reference)
         for attempt in range(4):
             rec, _ = self.request(op, self.rnd.choice((1000, 2000)),
                                   cancel=pb().CancelRequest(namespace=NS, partition=p.partition,
@@ -155,7 +158,9 @@ class Worker(threading.Thread):
         if code == "OK" and self.rnd.random() < 0.6:
             self.cancel(p)
         elif code == "CONFLICT" and self.rnd.random() < 0.3:
-            self.cancel(p)  # a refund of whoever holds the seat now
+            # A refund of whoever holds the seat now, under this (wrong)
+            # order: it must be refused, nothing cancelled.
+            self.cancel(p)
         self.used_keys.append(p.key)
         del self.used_keys[:-50]
 
