@@ -7,7 +7,8 @@
 # their own Makefiles, and kept in a cache: later runs on the same machine
 # only check the binaries are there. Nothing is installed system-wide.
 #
-# Usage: tools/deps-servers.sh   -> prints the two server binaries, one a line
+# Usage: tools/build-servers.sh [redis] [valkey]   (default: both)
+#   -> prints the server binaries, one a line
 #   HOLDFAST_SERVERS_DIR  the cache (default /var/cache/holdfast-servers when
 #                         writable, else build/deps-servers in the tree)
 #   HOLDFAST_DEBIAN_MIRROR  the Debian mirror (as for tools/deps-hiredis.sh)
@@ -53,8 +54,10 @@ fetch() { # name suite version
   rm -rf "$apt_dir"
 }
 
+wanted=("$@")
 for entry in "${servers[@]}"; do
   read -r name suite version binary <<<"$entry"
+  if [ "${#wanted[@]}" -gt 0 ] && [[ " ${wanted[*]} " != *" $name "* ]]; then continue; fi
   upstream="${version#*:}"
   upstream="${upstream%-*}"
   out="$dir/$name-$upstream"
@@ -64,10 +67,10 @@ for entry in "${servers[@]}"; do
   fi
   dsc="$dir/src/${name}_${version#*:}.dsc"
   if [ ! -f "$dsc" ]; then
-    echo "deps-servers: fetching $name $upstream from Debian $suite" >&2
+    echo "build-servers: fetching $name $upstream from Debian $suite" >&2
     fetch "$name" "$suite" "$version" >&2
   fi
-  echo "deps-servers: building $name $upstream (a minute or two)" >&2
+  echo "build-servers: building $name $upstream (a minute or two)" >&2
   work="$(mktemp -d "$dir/build.XXXXXX")"
   (cd "$work" && dpkg-source -x "$dsc" src >/dev/null)
   # libc malloc and no TLS/systemd: the bundled jemalloc and OpenSSL bindings
@@ -75,7 +78,7 @@ for entry in "${servers[@]}"; do
   if ! make -C "$work/src" -j"$(nproc)" MALLOC=libc BUILD_TLS=no USE_SYSTEMD=no "$binary" \
       >"$work/build.log" 2>&1; then
     tail -30 "$work/build.log" >&2
-    echo "deps-servers: building $name failed" >&2
+    echo "build-servers: building $name failed" >&2
     exit 1
   fi
   mkdir -p "$out"
