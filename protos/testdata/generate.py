@@ -264,6 +264,10 @@ def build_cases(pb):
         Req(id=15, correlation_id="sess-1", timeout_ms=2000,
             hold=pb.HoldRequest(namespace=NS, partition=PART, ids=["E7", "E8"],
                                 session=True)))
+    add("waiting_hold_request", "Hold that waits in line up to 3 s for a held seat",
+        Req(id=16, correlation_id="wait-1", timeout_ms=5000,
+            hold=pb.HoldRequest(namespace=NS, partition=PART, ids=["E7"],
+                                ttl_ms=60000, wait_ms=3000)))
     add("session_event_response",
         "Unsolicited session event (id 0): two session holds lost, one of them by leg",
         Resp(id=0, code=pb.CODE_OK, message="session holds were lost",

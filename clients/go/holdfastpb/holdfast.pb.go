@@ -867,6 +867,14 @@ type HoldRequest struct {
 	// SessionEvent (Response id 0); a daemon restart never adopts it: it
 	// expires with its session TTL.
 	Session bool `protobuf:"varint,16,opt,name=session,proto3" json:"session,omitempty"`
+	// Wait in line (docs/waiting.md): when a resource is held by another
+	// token, queue behind it for up to wait_ms (capped by the request's
+	// deadline) instead of answering HELD_BY_ANOTHER at once. Waiters on one
+	// resource are served in arrival order across every daemon sharing the
+	// Redis; a multi-id hold waits for all its ids, all or nothing. When the
+	// wait runs out the answer is HELD_BY_ANOTHER (or DEADLINE_EXCEEDED), as
+	// without a wait; a sold resource answers CONFIRMED. 0: no wait.
+	WaitMs uint32 `protobuf:"varint,17,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	// Pools (a namespace of kind "pools", instead of `ids`): take `count`
 	// units from each pool of the partition, all or nothing. 1..max_ids
 	// pools, no pool twice.
@@ -945,6 +953,13 @@ func (x *HoldRequest) GetSession() bool {
 		return x.Session
 	}
 	return false
+}
+
+func (x *HoldRequest) GetWaitMs() uint32 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
 }
 
 func (x *HoldRequest) GetUnits() []*PoolTake {
@@ -2844,14 +2859,15 @@ const file_holdfast_v1_holdfast_proto_rawDesc = "" +
 	"resourceId\"?\n" +
 	"\aSegment\x12\x1b\n" +
 	"\tfrom_stop\x18\x01 \x01(\rR\bfromStop\x12\x17\n" +
-	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\xe9\x01\n" +
+	"\ato_stop\x18\x02 \x01(\rR\x06toStop\"\x82\x02\n" +
 	"\vHoldRequest\x12\x1c\n" +
 	"\tnamespace\x18\x01 \x01(\tR\tnamespace\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\tR\tpartition\x12\x10\n" +
 	"\x03ids\x18\x03 \x03(\tR\x03ids\x12\x15\n" +
 	"\x06ttl_ms\x18\x04 \x01(\rR\x05ttlMs\x12.\n" +
 	"\asegment\x18\x0f \x01(\v2\x14.holdfast.v1.SegmentR\asegment\x12\x18\n" +
-	"\asession\x18\x10 \x01(\bR\asession\x12+\n" +
+	"\asession\x18\x10 \x01(\bR\asession\x12\x17\n" +
+	"\await_ms\x18\x11 \x01(\rR\x06waitMs\x12+\n" +
 	"\x05units\x18\x05 \x03(\v2\x15.holdfast.v1.PoolTakeR\x05units\"4\n" +
 	"\bPoolTake\x12\x12\n" +
 	"\x04pool\x18\x01 \x01(\tR\x04pool\x12\x14\n" +

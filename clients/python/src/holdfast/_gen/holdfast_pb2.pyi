@@ -185,7 +185,7 @@ class HealthResponse(_message.Message):
     def __init__(self, live: bool = ..., ready: bool = ..., version: _Optional[str] = ..., redis: _Optional[str] = ..., postgres: _Optional[str] = ..., script_path: _Optional[str] = ..., release_path: _Optional[str] = ..., library: _Optional[str] = ..., connections: _Optional[int] = ..., in_flight: _Optional[int] = ..., draining: bool = ...) -> None: ...
 
 class HoldRequest(_message.Message):
-    __slots__ = ["ids", "namespace", "partition", "segment", "session", "ttl_ms", "units"]
+    __slots__ = ["ids", "namespace", "partition", "segment", "session", "ttl_ms", "units", "wait_ms"]
     IDS_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     PARTITION_FIELD_NUMBER: _ClassVar[int]
@@ -193,6 +193,7 @@ class HoldRequest(_message.Message):
     SESSION_FIELD_NUMBER: _ClassVar[int]
     TTL_MS_FIELD_NUMBER: _ClassVar[int]
     UNITS_FIELD_NUMBER: _ClassVar[int]
+    WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     ids: _containers.RepeatedScalarFieldContainer[str]
     namespace: str
     partition: str
@@ -200,7 +201,8 @@ class HoldRequest(_message.Message):
     session: bool
     ttl_ms: int
     units: _containers.RepeatedCompositeFieldContainer[PoolTake]
-    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ..., session: bool = ..., units: _Optional[_Iterable[_Union[PoolTake, _Mapping]]] = ...) -> None: ...
+    wait_ms: int
+    def __init__(self, namespace: _Optional[str] = ..., partition: _Optional[str] = ..., ids: _Optional[_Iterable[str]] = ..., ttl_ms: _Optional[int] = ..., segment: _Optional[_Union[Segment, _Mapping]] = ..., session: bool = ..., wait_ms: _Optional[int] = ..., units: _Optional[_Iterable[_Union[PoolTake, _Mapping]]] = ...) -> None: ...
 
 class HoldResponse(_message.Message):
     __slots__ = ["fence", "token", "ttl_ms"]
