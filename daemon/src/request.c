@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "log.h"
 #include "metrics.h"
 #include "session.h"
+#include "token.h"
 
 struct hf_client {
     struct hf_daemon *d;
@@ -82,8 +82,7 @@ static void on_deadline(uv_timer_t *t) {
 static void generate_correlation_id(char out[HF_NAME_MAX + 1]) {
     unsigned char raw[8] = {0};
     static const char hex[] = "0123456789abcdef";
-    if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != (ssize_t)sizeof raw)
-        memset(raw, 0, sizeof raw);
+    if (hf_random_bytes(raw, sizeof raw) != 0) memset(raw, 0, sizeof raw);
     for (size_t i = 0; i < sizeof raw; i++) {
         out[2 * i] = hex[raw[i] >> 4];
         out[2 * i + 1] = hex[raw[i] & 15];
