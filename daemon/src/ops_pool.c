@@ -125,6 +125,12 @@ void hf_pool_hold(struct hf_request *req) {
     if (!hf_pool_target_parse(req, p, m->namespace_, m->partition, m->n_ids, m->units,
                               m->n_units, NULL, 0, true, false))
         return;
+    if (m->session) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "session", NULL,
+                        "units of pools cannot be held by a session; give the hold a TTL "
+                        "(namespace '%s')", p->t.ns->name);
+        return;
+    }
     if (!hf_ttl_resolve(req, p->t.ns, m->ttl_ms, &ttl)) return;
     /* The namespace's admit hook sees the units as ids ("adult=2"). */
     if (!hf_grant_admitted(req, p->t.ns, p->units, p->n, &ttl)) return;
