@@ -326,7 +326,7 @@ function checkUnits(units: Units): PoolTake[] {
   return out;
 }
 
-/** `{ pool: count }` from wire units (a null-prototype-free plain object, frozen). */
+/** `{ pool: count }` from wire units: a plain object, frozen. */
 function unitCounts(units: readonly { pool: string; count: number }[]): UnitCounts {
   return Object.freeze(Object.fromEntries(units.map((u) => [u.pool, u.count])));
 }
@@ -633,7 +633,7 @@ export class Client implements AsyncDisposable {
    * PostgreSQL. An absolute value: safe to retry. Below what is sold:
    * FAILED_PRECONDITION (`err.field` "capacity").
    */
-  async setCapacity(namespace: string, partition: string, pool: string, capacity: number, opts: CallOptions = {}): Promise<PoolCapacity> {
+  async setCapacity(namespace: string, partition: string, pool: string, capacity: number | bigint, opts: CallOptions = {}): Promise<PoolCapacity> {
     if (typeof pool !== "string" || pool === "") throw new TypeError("pool must be a pool name (setDefaultCapacity sets the default)");
     const [r] = await this.call("setCapacity", { namespace, partition, pool, capacity: checkCapacity(capacity) }, opts);
     return poolCapacity(r.pool);
@@ -643,7 +643,7 @@ export class Client implements AsyncDisposable {
    * Set the partition's default capacity: the capacity of every pool of the
    * partition that has none of its own (e.g. 1 for one-per-user pools).
    */
-  async setDefaultCapacity(namespace: string, partition: string, capacity: number, opts: CallOptions = {}): Promise<PoolCapacity> {
+  async setDefaultCapacity(namespace: string, partition: string, capacity: number | bigint, opts: CallOptions = {}): Promise<PoolCapacity> {
     const [r] = await this.call("setCapacity", { namespace, partition, partitionDefault: true, capacity: checkCapacity(capacity) }, opts);
     return poolCapacity(r.pool);
   }
@@ -813,11 +813,10 @@ function withJSON<T extends object>(obj: T): T {
   return obj;
 }
 
-function checkCapacity(capacity: number): bigint {
-  if (typeof capacity === "bigint") capacity = Number(capacity);
-  if (typeof capacity !== "number" || !Number.isSafeInteger(capacity) || capacity < 0) {
-    throw new RangeError(`capacity must be a whole number >= 0, got ${String(capacity)}`);
-  }
+function checkCapacity(capacity: number | bigint): bigint {
+  const ok =
+    typeof capacity === "bigint" ? capacity >= 0n && capacity < 2n ** 64n : Number.isSafeInteger(capacity) && capacity >= 0;
+  if (!ok) throw new RangeError(`capacity must be a whole number >= 0, got ${String(capacity)}`);
   return BigInt(capacity);
 }
 
@@ -1147,7 +1146,7 @@ export class Hold extends HoldBase {
 export class PoolHold extends HoldBase {
   /** The units held, by pool: `{ adult: 2, child: 1 }`. */
   readonly units: UnitCounts;
-  /** The pools of the hold, in the order asked. */
+  /** The pools of the hold (the keys of `units`). */
   readonly pools: readonly string[];
 
   constructor(
