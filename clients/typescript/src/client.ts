@@ -370,7 +370,11 @@ export class Client implements AsyncDisposable {
     return this.closedFlag;
   }
 
-  /** Close the connection; calls still waiting reject with ClientClosedError. */
+  /**
+   * Close the connection; calls still waiting reject with ClientClosedError.
+   * The daemon releases the connection's session holds, and each is reported
+   * lost (`hold.lost`, code UNAVAILABLE; its `onLost` runs from here).
+   */
   close(): void {
     this.closedFlag = true;
     this.conn?.close();
