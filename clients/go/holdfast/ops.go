@@ -59,7 +59,7 @@ func (c *Client) Confirm(ctx context.Context, h *Hold, opts ConfirmOptions) (*Co
 	if r == nil {
 		return nil, malformed(op, resp)
 	}
-	h.markDone()
+	h.st.finish()
 	out := &Confirmation{Fence: r.GetFence(), Replayed: r.GetReplayed()}
 	for _, cl := range r.GetClaims() {
 		var at time.Time // zero when the daemon did not say
