@@ -89,8 +89,12 @@ type CancelOptions struct {
 
 // CancelResult is the result of a Cancel.
 type CancelResult struct {
+	// Cancelled counts the ids cancelled; for pools (CancelUnits), the
+	// units given back.
 	Cancelled int
 	Replayed  bool
+	// Units are the units given back (CancelUnits only).
+	Units []Units
 }
 
 // Cancel removes confirmed claims so the resources can be held and sold
