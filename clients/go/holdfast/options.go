@@ -6,8 +6,8 @@ import (
 )
 
 // RequestOption adds an optional field to a request: WithSegment (Hold,
-// HoldFromToken, Status), and for Hold and HoldUnits WithSession, WithOnLost
-// and WithWait.
+// HoldFromToken, Status), WithSession and WithOnLost (Hold), WithWait (Hold,
+// HoldUnits).
 type RequestOption func(*requestOptions)
 
 type requestOptions struct {
@@ -41,8 +41,7 @@ func WithSession() RequestOption {
 	return func(o *requestOptions) { o.session = true }
 }
 
-// SessionHold is a session hold as a WithOnLost callback sees it: a *Hold or
-// a *PoolHold.
+// SessionHold is a session hold as a WithOnLost callback sees it (a *Hold).
 type SessionHold interface {
 	fmt.Stringer
 	// Lost is why the hold was lost (nil while it is held).

@@ -77,12 +77,9 @@ type PoolHold struct {
 	// Degraded: the namespace's best_effort policy answered without Redis;
 	// nothing is held.
 	Degraded bool
-	// Session is true for a session hold (WithSession).
-	Session bool
-
-	client *Client
-	token  secret
-	st     *holdState
+	client   *Client
+	token    secret
+	st       *holdState
 }
 
 // Token returns the hold's secret ownership proof. Keep it out of logs.
@@ -95,12 +92,8 @@ func (h *PoolHold) Token() string {
 
 // String describes the hold without its token.
 func (h PoolHold) String() string {
-	sess := ""
-	if h.Session {
-		sess = " session"
-	}
-	return fmt.Sprintf("pool hold %s/%s[%s] fence=%d ttl=%s%s", h.Namespace, h.Partition,
-		joinUnits(h.Units), h.Fence, h.TTL, sess)
+	return fmt.Sprintf("pool hold %s/%s[%s] fence=%d ttl=%s", h.Namespace, h.Partition,
+		joinUnits(h.Units), h.Fence, h.TTL)
 }
 
 // GoString keeps %#v from dumping the token.
@@ -115,15 +108,15 @@ func (h PoolHold) LogValue() slog.Value {
 		slog.Uint64("fence", h.Fence),
 		slog.Duration("ttl", h.TTL),
 	}
-	if h.Session {
-		attrs = append(attrs, slog.Bool("session", true))
-	}
 	return slog.GroupValue(attrs...)
 }
 
 // HoldUnits takes units of the pools of one partition, all or nothing, in a
 // namespace of kind "pools". ttl 0 means the namespace's default TTL.
-// WithSession, WithOnLost and WithWait work as for Hold.
+// WithWait works as for Hold, where the daemon waits in line for pools.
+// WithSession is refused (ErrInvalidArgument, field "session", nothing
+// sent): holdfastd keeps session holds of seats only, and would grant a
+// plain hold with the default TTL instead; take a TTL and Extend it.
 //
 //	h, err := c.HoldUnits(ctx, "ga", "show-2026-12-24",
 //		[]holdfast.Units{{Pool: "adult", Count: 2}, {Pool: "child", Count: 1}}, 0)
@@ -139,9 +132,12 @@ func (h PoolHold) LogValue() slog.Value {
 func (c *Client) HoldUnits(ctx context.Context, namespace, partition string, units []Units, ttl time.Duration, opts ...RequestOption) (*PoolHold, error) {
 	const op = "hold"
 	o := collect(opts)
-	resp, cn, err := c.callOn(ctx, op, &pb.Request{Method: &pb.Request_Hold{Hold: &pb.HoldRequest{
+	if o.session {
+		return nil, &Error{Op: op, Code: CodeInvalidArgument, Field: "session",
+			Message: "holdfastd keeps session holds of seats only, not of pools: hold units with a TTL and extend it"}
+	}
+	resp, _, err := c.callOn(ctx, op, &pb.Request{Method: &pb.Request_Hold{Hold: &pb.HoldRequest{
 		Namespace: namespace, Partition: partition, Units: unitsWire(units), TtlMs: ttlMs(ttl),
-		Session: o.session,
 	}}}, o.wait)
 	if err != nil {
 		return nil, err
@@ -161,11 +157,6 @@ func (c *Client) HoldUnits(ctx context.Context, namespace, partition string, uni
 		token:     newSecret(r.GetToken()),
 		st:        newHoldState(),
 	}
-	if o.session && !h.Degraded {
-		h.Session = true
-		h.st = newSessionState(sessionKey{namespace, partition, h.Fence}, lostCallback(h, o.onLost))
-		cn.sessions.register(h.st)
-	}
 	return h, nil
 }
 
@@ -175,13 +166,6 @@ func (c *Client) PoolHoldFromToken(namespace, partition string, units []Units, t
 	return &PoolHold{Namespace: namespace, Partition: partition, Units: append([]Units(nil), units...),
 		client: c, token: newSecret(token), st: newHoldState()}
 }
-
-// Lost returns why a session hold was lost (see Hold.Lost); nil while held.
-func (h *PoolHold) Lost() error { return h.st.lost() }
-
-// Done returns a channel closed when the session hold is lost (nil for a
-// plain hold).
-func (h *PoolHold) Done() <-chan struct{} { return h.st.done() }
 
 // Extend sets the hold's remaining TTL to ttl from now (0: the namespace's
 // default) and returns the TTL applied, for all its pools or none.

@@ -74,7 +74,7 @@ func TestPoolRequestsAndAnswers(t *testing.T) {
 		!protoEqualTakes(hr.GetUnits(), wantUnits) || hr.GetTtlMs() != 120000 || hr.GetSession() {
 		t.Fatalf("hold request: %v", hr)
 	}
-	if h.Fence != 77 || h.TTL != 2*time.Minute || h.Token() != token || h.Session {
+	if h.Fence != 77 || h.TTL != 2*time.Minute || h.Token() != token {
 		t.Fatalf("pool hold: %v", h)
 	}
 	for _, s := range []string{h.String(), h.GoString()} {
@@ -191,6 +191,23 @@ func TestPoolErrorsMapToSentinels(t *testing.T) {
 	_, err := c.HoldUnits(context.Background(), "ga", "show", []Units{{"adult", 2}, {"child", 1}}, 0)
 	if !errors.Is(err, ErrHeldByAnother) || ResourceOf(err) != "child" {
 		t.Fatalf("want ErrHeldByAnother naming child, got %v", err)
+	}
+}
+
+func TestPoolSessionHoldIsRefusedLocally(t *testing.T) {
+	sent := make(chan struct{}, 1)
+	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) { sent <- struct{}{} })
+	c := New(p.path)
+	defer c.Close()
+	_, err := c.HoldUnits(context.Background(), "ga", "show", []Units{{"adult", 1}}, 0, WithSession())
+	var he *Error
+	if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &he) || he.Field != "session" {
+		t.Fatalf("want ErrInvalidArgument on session, got %v", err)
+	}
+	select {
+	case <-sent:
+		t.Fatal("a refused request was sent")
+	case <-time.After(20 * time.Millisecond):
 	}
 }
 

@@ -244,7 +244,7 @@ func TestConnectionEndLosesSessionHolds(t *testing.T) {
 func TestClientCloseLosesSessionHolds(t *testing.T) {
 	sp := newSessionPeer(t)
 	c := New(sp.path)
-	h, err := c.HoldUnits(context.Background(), "ga", "p", []Units{{"adult", 2}}, 0, WithSession())
+	h, err := c.Hold(context.Background(), "seat", "p", []string{"E7"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
