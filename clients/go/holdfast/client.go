@@ -137,7 +137,9 @@ func Dial(ctx context.Context, socketPath string, opts ...Option) (*Client, erro
 func (c *Client) SocketPath() string { return c.path }
 
 // Close closes the connection. Calls in flight and later calls fail with
-// ErrClosed. Holds are not released: they expire with their TTL.
+// ErrClosed. Plain holds are not released: they expire with their TTL.
+// Session holds (WithSession) end with the connection: the daemon releases
+// them at once, and each reports Lost (matching ErrClosed).
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
