@@ -11,7 +11,8 @@ import uuid
 import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Generic, Iterable, List, Optional, Sequence, Tuple, TypeVar,
+                    Union)
 
 from ._gen import holdfast_pb2 as pb
 from ._trace import traceparent_for
@@ -170,59 +171,143 @@ def check_timeout(timeout: Optional[float], default: float) -> float:
     return t
 
 
-# ---- requests -------------------------------------------------------------
+# ---- requests ----------------------------------------------------------------
+#
+# Every request of the API is built here, once, for both clients: a `Call`
+# names the Request field it travels in, carries the message, and maps the
+# result message to what the API returns. What a request acts on is its
+# target: `Seats` (ids, and a journey segment where the namespace has legs).
 
-def _with_segment(msg: Any, segment: Optional[SegmentLike]) -> Any:
-    seg = as_segment(segment)
-    if seg is not None:  # unset on the wire when None: namespaces without legs refuse one
-        msg.segment.from_stop = seg.from_stop
-        msg.segment.to_stop = seg.to_stop
-    return msg
+T = TypeVar("T")
 
 
-def hold_req(namespace: str, partition: str, ids: Sequence[str], ttl_ms: int,
-             segment: Optional[SegmentLike] = None, session: bool = False) -> pb.HoldRequest:
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One request of the API: `method` (the Request oneof field), `msg` (its
+    message) and `result`, which turns the result message into the value the
+    API returns."""
+
+    method: str
+    msg: Any
+    result: Callable[[Any], T]
+
+
+def _same(r: Any) -> Any:
+    return r
+
+
+@dataclass(frozen=True)
+class Seats:
+    """The target of a seat request: resource ids, and the journey segment
+    whose legs the request acts on (namespaces with max_legs, only there)."""
+
+    ids: Tuple[str, ...]
+    segment: Optional[Segment] = None
+
+    @classmethod
+    def of(cls, ids: Iterable[str], segment: Optional[SegmentLike] = None) -> "Seats":
+        return cls(tuple(check_ids(ids)), as_segment(segment))
+
+    def put(self, msg: Any, counts: bool = False) -> Any:
+        """Fill `msg`'s target fields (`counts` matters only for pools)."""
+        msg.ids.extend(self.ids)
+        if self.segment is not None:  # unset on the wire when None: namespaces without legs refuse one
+            msg.segment.from_stop = self.segment.from_stop
+            msg.segment.to_stop = self.segment.to_stop
+        return msg
+
+    def confirm_result(self, r: pb.ConfirmResponse) -> "ConfirmResult":
+        return confirm_result(r)
+
+    def cancel_result(self, r: pb.CancelResponse) -> "CancelResult":
+        return cancel_result(r)
+
+    def status_result(self, r: pb.StatusResponse) -> "List[ResourceStatus]":
+        return status_result(r)
+
+    def describe(self) -> str:
+        seg = f", segment=({self.segment.from_stop}, {self.segment.to_stop})" if self.segment else ""
+        return f"ids={list(self.ids)!r}{seg}"
+
+
+Target = Seats
+
+
+def as_target(what: Union[Target, Iterable[str]], segment: Optional[SegmentLike] = None) -> Target:
+    """A target as given, or the Seats of an ids sequence (and segment)."""
+    if isinstance(what, Seats):
+        return what
+    return Seats.of(what, segment)
+
+
+def _require_key(idempotency_key: str) -> None:
+    if not idempotency_key:
+        # Checked here because a confirm without a stable key cannot be retried safely.
+        raise InvalidArgument("idempotency_key is required", field="idempotency_key")
+
+
+def hold_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], ttl_ms: int = 0,
+              segment: Optional[SegmentLike] = None, session: bool = False) -> Call[pb.HoldResponse]:
+    """Hold: the answer stays a HoldResponse, the clients make the handle."""
+    target = as_target(what, segment)
     if session and ttl_ms:
         # The daemon refuses it too: a session hold's TTL is the namespace's
         # session_ttl_ms, renewed while the connection lives.
         raise InvalidArgument("a session hold takes no ttl_ms", field="ttl_ms")
-    return _with_segment(pb.HoldRequest(namespace=namespace, partition=partition,
-                                        ids=check_ids(ids), ttl_ms=ttl_ms,
-                                        session=bool(session)), segment)
+    msg = target.put(pb.HoldRequest(namespace=namespace, partition=partition, ttl_ms=ttl_ms,
+                                    session=bool(session)), counts=True)
+    return Call("hold", msg, _same)
 
 
-def extend_req(namespace, partition, ids, token, ttl_ms, segment=None) -> pb.ExtendRequest:
-    return _with_segment(pb.ExtendRequest(namespace=namespace, partition=partition,
-                                          ids=check_ids(ids), token=token, ttl_ms=ttl_ms), segment)
+def extend_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], token: str,
+                ttl_ms: int = 0, segment: Optional[SegmentLike] = None) -> Call[int]:
+    msg = as_target(what, segment).put(pb.ExtendRequest(namespace=namespace, partition=partition,
+                                                        token=token, ttl_ms=ttl_ms))
+    return Call("extend", msg, lambda r: r.ttl_ms)
 
 
-def release_req(namespace, partition, ids, token, segment=None) -> pb.ReleaseRequest:
-    return _with_segment(pb.ReleaseRequest(namespace=namespace, partition=partition,
-                                           ids=check_ids(ids), token=token), segment)
+def release_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], token: str,
+                 segment: Optional[SegmentLike] = None) -> Call[int]:
+    msg = as_target(what, segment).put(pb.ReleaseRequest(namespace=namespace, partition=partition,
+                                                         token=token))
+    return Call("release", msg, lambda r: r.released)
 
 
-def confirm_req(namespace, partition, ids, token, idempotency_key, reference, payload,
-                segment=None) -> pb.ConfirmRequest:
-    if not idempotency_key:
-        # Checked here because a confirm without a stable key cannot be retried safely.
-        raise InvalidArgument("idempotency_key is required", field="idempotency_key")
-    return _with_segment(pb.ConfirmRequest(namespace=namespace, partition=partition,
-                                           ids=check_ids(ids), token=token,
-                                           idempotency_key=idempotency_key, reference=reference,
-                                           payload=bytes(payload)), segment)
+def confirm_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], token: str,
+                 idempotency_key: str, reference: str = "", payload: bytes = b"",
+                 segment: Optional[SegmentLike] = None) -> Call[Any]:
+    _require_key(idempotency_key)
+    target = as_target(what, segment)
+    msg = target.put(pb.ConfirmRequest(namespace=namespace, partition=partition, token=token,
+                                       idempotency_key=idempotency_key, reference=reference,
+                                       payload=bytes(payload)), counts=True)
+    return Call("confirm", msg, target.confirm_result)
 
 
-def cancel_req(namespace, partition, ids, idempotency_key, reference, segment=None) -> pb.CancelRequest:
-    if not idempotency_key:
-        raise InvalidArgument("idempotency_key is required", field="idempotency_key")
-    return _with_segment(pb.CancelRequest(namespace=namespace, partition=partition,
-                                          ids=check_ids(ids), idempotency_key=idempotency_key,
-                                          reference=reference), segment)
+def cancel_call(namespace: str, partition: str, what: Union[Target, Iterable[str]],
+                idempotency_key: str, reference: str = "",
+                segment: Optional[SegmentLike] = None) -> Call[Any]:
+    _require_key(idempotency_key)
+    target = as_target(what, segment)
+    msg = target.put(pb.CancelRequest(namespace=namespace, partition=partition,
+                                      idempotency_key=idempotency_key, reference=reference),
+                     counts=True)
+    return Call("cancel", msg, target.cancel_result)
 
 
-def status_req(namespace, partition, ids, token, segment=None) -> pb.StatusRequest:
-    return _with_segment(pb.StatusRequest(namespace=namespace, partition=partition,
-                                          ids=check_ids(ids), token=token or ""), segment)
+def status_call(namespace: str, partition: str, what: Union[Target, Iterable[str]],
+                token: Optional[str] = None, segment: Optional[SegmentLike] = None) -> Call[Any]:
+    target = as_target(what, segment)
+    msg = target.put(pb.StatusRequest(namespace=namespace, partition=partition, token=token or ""))
+    return Call("status", msg, target.status_result)
+
+
+def health_call() -> "Call[Health]":
+    return Call("health", pb.HealthRequest(), health_result)
+
+
+def metrics_call() -> Call[str]:
+    return Call("metrics", pb.MetricsRequest(), lambda r: r.text)
 
 
 def envelope(method: str, msg: Any, correlation_id: Optional[str], seconds: float,
@@ -281,15 +366,73 @@ def health_result(r: pb.HealthResponse) -> Health:
                   draining=r.draining)
 
 
-def hold_repr(h: Any) -> str:
-    # Deliberately leaves out the token.
-    state = "active" if h.active else "finished"
-    deg = ", degraded=True" if h.degraded else ""
-    seg = f", segment=({h.segment.from_stop}, {h.segment.to_stop})" if h.segment else ""
-    if getattr(h, "session", False):
-        deg += ", session=True" + (f", lost={h.lost.code_name}" if h.lost is not None else "")
-    return (f"{type(h).__name__}(namespace={h.namespace!r}, partition={h.partition!r}, "
-            f"ids={list(h.ids)!r}{seg}, fence={h.fence}, ttl_ms={h.ttl_ms}{deg}, {state})")
+class HoldBase:
+    """What every hold handle (Hold, AsyncHold, and their pool versions) keeps:
+    where it is, its target, its token, and its session state. The token is
+    available as `.token` but never shown by repr/str."""
+
+    def __init__(self, client: Any, namespace: str, partition: str, target: Target, token: str,
+                 fence: int, ttl_ms: int, correlation_id: str, degraded: bool = False) -> None:
+        self._client = client
+        self.namespace = namespace
+        self.partition = partition
+        self._target = target
+        self._token = token
+        self.fence = fence
+        self.ttl_ms = ttl_ms
+        self.correlation_id = correlation_id
+        self.degraded = degraded
+        self._active = True
+        self.session = False
+        self._sessions: Optional[SessionHolds] = None
+        self._on_lost: Optional[Callable[[Any], None]] = None
+        self._lost: Optional[HoldfastError] = None
+
+    @property
+    def token(self) -> str:
+        """The proof of ownership. Keep it secret: do not log it."""
+        return self._token
+
+    @property
+    def active(self) -> bool:
+        """False once released or confirmed through this object."""
+        return self._active
+
+    @property
+    def lost(self) -> Optional[HoldfastError]:
+        """A session hold the daemon reported lost, or whose connection ended:
+        the error that says why (NotHeld, HeldByAnother, Confirmed, or
+        Unavailable for the connection); None while it is held."""
+        return self._lost
+
+    def _bind_session(self, sessions: "SessionHolds",
+                      on_lost: Optional[Callable[[Any], None]]) -> None:
+        self.session = True
+        self._sessions = sessions
+        self._on_lost = on_lost
+        sessions.register(self)
+
+    def _session_lost(self, err: HoldfastError) -> None:
+        if self._active:
+            report_lost(self, err, self._on_lost)
+
+    def _finished(self) -> None:
+        """Released or confirmed through this object: no longer active, and
+        out of its session."""
+        self._active = False
+        if self._sessions is not None:
+            self._sessions.forget(self)
+
+    def __repr__(self) -> str:
+        # Deliberately leaves out the token.
+        state = "active" if self._active else "finished"
+        deg = ", degraded=True" if self.degraded else ""
+        if self.session:
+            deg += ", session=True" + (f", lost={self._lost.code_name}" if self._lost is not None else "")
+        return (f"{type(self).__name__}(namespace={self.namespace!r}, partition={self.partition!r}, "
+                f"{self._target.describe()}, fence={self.fence}, ttl_ms={self.ttl_ms}{deg}, {state})")
+
+    __str__ = __repr__
 
 
 # ---- session holds (docs/sessions.md) --------------------------------------
