@@ -10,9 +10,9 @@ import threading
 import uuid
 import weakref
 from collections import OrderedDict
-from dataclasses import dataclass
-from typing import (Any, Callable, Generic, Iterable, List, Optional, Sequence, Tuple, TypeVar,
-                    Union)
+from dataclasses import dataclass, field
+from typing import (Any, Callable, Dict, Generic, Iterable, List, Mapping, Optional, Sequence,
+                    Tuple, TypeVar, Union)
 
 from ._gen import holdfast_pb2 as pb
 from ._trace import traceparent_for
@@ -148,6 +148,69 @@ class Health:
     draining: bool
 
 
+# ---- pools (docs/pools.md) ---------------------------------------------------
+
+@dataclass(frozen=True)
+class PoolConfirmResult:
+    """A confirmed hold of units: what was sold, and when (PostgreSQL's clock)."""
+
+    fence: int
+    units: Dict[str, int] = field(hash=False)  # pool -> units sold, in the hold's order
+    confirmed_at_unix_ms: int
+    # True when the daemon replayed the stored result of an identical earlier
+    # confirm (same idempotency key and request).
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class PoolCancelResult:
+    """Units given back from those sold under a reference."""
+
+    cancelled: int  # units, all pools together
+    units: Dict[str, int] = field(hash=False)  # pool -> units given back
+    replayed: bool
+
+
+@dataclass(frozen=True)
+class PoolStatus:
+    """A pool as Redis sees it now (capacity and sold mirrored from
+    PostgreSQL); a diagnostic, never permission for anything."""
+
+    pool: str
+    capacity: int
+    sold: int
+    held: int   # units in live holds, everyone's
+    free: int   # capacity - sold - held, 0 when that is negative
+    owned: int  # units the request's token holds in this pool
+    ttl_ms: int  # remaining TTL of the token's hold (0 when it holds none)
+
+
+@dataclass(frozen=True)
+class PoolCapacity:
+    """A pool as PostgreSQL has it. `pool` is "" for the partition's default."""
+
+    pool: str
+    capacity: int  # in effect: its own, or the partition's default
+    sold: int
+    partition_default: bool  # True when it follows the partition's default
+
+
+@dataclass(frozen=True)
+class Capacities:
+    """GetCapacity: the pools asked for, and the partition's default capacity
+    (0 when none was set)."""
+
+    pools: Tuple[PoolCapacity, ...]
+    default_capacity: int
+
+    def get(self, pool: str) -> Optional[PoolCapacity]:
+        """The named pool's capacity, or None when it was not asked for."""
+        return next((p for p in self.pools if p.pool == pool), None)
+
+
+UnitsLike = Union[Mapping[str, int], Iterable[Tuple[str, int]]]
+
+
 def new_correlation_id() -> str:
     return uuid.uuid4().hex
 
@@ -162,6 +225,13 @@ def check_ids(ids: Iterable[str]) -> List[str]:
     if isinstance(ids, (str, bytes)):
         raise TypeError("ids must be a sequence of resource ids, not a single string")
     return list(ids)
+
+
+def check_names(names: Iterable[str], what: str = "pools") -> List[str]:
+    """Pool names (a mapping of units gives its pools)."""
+    if isinstance(names, (str, bytes)):
+        raise TypeError(f"{what} must be a sequence of pool names, not a single string")
+    return list(names)
 
 
 def check_timeout(timeout: Optional[float], default: float) -> float:
@@ -211,7 +281,8 @@ class Seats:
     def put(self, msg: Any, counts: bool = False) -> Any:
         """Fill `msg`'s target fields (`counts` matters only for pools)."""
         msg.ids.extend(self.ids)
-        if self.segment is not None:  # unset on the wire when None: namespaces without legs refuse one
+        # Unset on the wire when None: namespaces without legs refuse one.
+        if self.segment is not None:
             msg.segment.from_stop = self.segment.from_stop
             msg.segment.to_stop = self.segment.to_stop
         return msg
@@ -226,18 +297,105 @@ class Seats:
         return status_result(r)
 
     def describe(self) -> str:
-        seg = f", segment=({self.segment.from_stop}, {self.segment.to_stop})" if self.segment else ""
-        return f"ids={list(self.ids)!r}{seg}"
+        seg = self.segment
+        return f"ids={list(self.ids)!r}" + (f", segment=({seg.from_stop}, {seg.to_stop})"
+                                            if seg else "")
 
 
-Target = Seats
+@dataclass(frozen=True)
+class Units:
+    """The target of a pool request (a namespace of kind "pools"): `count`
+    units of each pool, in the order given. Hold, Confirm and Cancel send the
+    units; Extend, Release and Status only the pools."""
+
+    items: Tuple[Tuple[str, int], ...]
+
+    @classmethod
+    def of(cls, units: UnitsLike) -> "Units":
+        """From {"adult": 2, "child": 1} or [("adult", 2), ("child", 1)]."""
+        if isinstance(units, (str, bytes)):
+            raise TypeError('units must map pools to counts, e.g. {"adult": 2}, not a string')
+        pairs = list(units.items()) if isinstance(units, Mapping) else list(units)
+        items = []
+        for pair in pairs:
+            if isinstance(pair, (str, bytes)) or len(pair) != 2:
+                raise TypeError(f"units must be (pool, count) pairs, got {pair!r}")
+            pool, count = pair
+            if not isinstance(pool, str):
+                raise TypeError(f"a pool name must be a str, got {pool!r}")
+            if isinstance(count, bool) or not isinstance(count, int):
+                raise TypeError(f"the count of pool {pool!r} must be an int, got {count!r}")
+            if not 0 <= count <= _MAX_UINT32:
+                raise ValueError(f"the count of pool {pool!r} is out of range: {count}")
+            items.append((pool, count))
+        return cls(tuple(items))
+
+    @property
+    def pools(self) -> Tuple[str, ...]:
+        return tuple(p for p, _ in self.items)
+
+    def as_dict(self) -> Dict[str, int]:
+        return dict(self.items)
+
+    def put(self, msg: Any, counts: bool = False) -> Any:
+        if counts:
+            for pool, count in self.items:
+                msg.units.add(pool=pool, count=count)
+        else:
+            msg.pools.extend(self.pools)
+        return msg
+
+    def confirm_result(self, r: pb.ConfirmResponse) -> PoolConfirmResult:
+        return pool_confirm_result(r)
+
+    def cancel_result(self, r: pb.CancelResponse) -> PoolCancelResult:
+        return pool_cancel_result(r)
+
+    def status_result(self, r: pb.StatusResponse) -> List[PoolStatus]:
+        return pool_status_result(r)
+
+    def describe(self) -> str:
+        return f"units={self.as_dict()!r}"
+
+
+@dataclass(frozen=True)
+class _Pools:
+    """Pools named without counts: the target of a low-level Extend, Release
+    or Status of units."""
+
+    names: Tuple[str, ...]
+
+    def put(self, msg: Any, counts: bool = False) -> Any:
+        if counts:
+            raise TypeError("this call needs units (pool -> count), not pool names")
+        msg.pools.extend(self.names)
+        return msg
+
+    def status_result(self, r: pb.StatusResponse) -> List[PoolStatus]:
+        return pool_status_result(r)
+
+
+def pools_target(pools: Iterable[str]) -> _Pools:
+    return _Pools(tuple(check_names(pools)))
+
+
+Target = Union[Seats, Units, _Pools]
+HoldTarget = Union[Seats, Units]  # what a hold handle holds
 
 
 def as_target(what: Union[Target, Iterable[str]], segment: Optional[SegmentLike] = None) -> Target:
     """A target as given, or the Seats of an ids sequence (and segment)."""
-    if isinstance(what, Seats):
+    if isinstance(what, (Seats, Units, _Pools)):
+        if segment is not None and not isinstance(what, Seats):
+            raise TypeError("a journey segment applies to seats, not to pools")
         return what
     return Seats.of(what, segment)
+
+
+def _counted(target: Target) -> HoldTarget:
+    if isinstance(target, _Pools):
+        raise TypeError("this call needs units (pool -> count), not pool names")
+    return target
 
 
 def _require_key(idempotency_key: str) -> None:
@@ -246,10 +404,14 @@ def _require_key(idempotency_key: str) -> None:
         raise InvalidArgument("idempotency_key is required", field="idempotency_key")
 
 
-def hold_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], ttl_ms: int = 0,
-              segment: Optional[SegmentLike] = None, session: bool = False) -> Call[pb.HoldResponse]:
+def hold_call(namespace: str, partition: str, what: Union[Target, Iterable[str]],
+              ttl_ms: int = 0, segment: Optional[SegmentLike] = None,
+              session: bool = False) -> Call[pb.HoldResponse]:
     """Hold: the answer stays a HoldResponse, the clients make the handle."""
-    target = as_target(what, segment)
+    target = _counted(as_target(what, segment))
+    if session and not isinstance(target, Seats):
+        # The daemon's pool holds have no session: it would be a plain TTL hold.
+        raise TypeError("session holds are for seats: a hold of units takes a ttl_ms")
     if session and ttl_ms:
         # The daemon refuses it too: a session hold's TTL is the namespace's
         # session_ttl_ms, renewed while the connection lives.
@@ -277,7 +439,7 @@ def confirm_call(namespace: str, partition: str, what: Union[Target, Iterable[st
                  idempotency_key: str, reference: str = "", payload: bytes = b"",
                  segment: Optional[SegmentLike] = None) -> Call[Any]:
     _require_key(idempotency_key)
-    target = as_target(what, segment)
+    target = _counted(as_target(what, segment))
     msg = target.put(pb.ConfirmRequest(namespace=namespace, partition=partition, token=token,
                                        idempotency_key=idempotency_key, reference=reference,
                                        payload=bytes(payload)), counts=True)
@@ -288,7 +450,7 @@ def cancel_call(namespace: str, partition: str, what: Union[Target, Iterable[str
                 idempotency_key: str, reference: str = "",
                 segment: Optional[SegmentLike] = None) -> Call[Any]:
     _require_key(idempotency_key)
-    target = as_target(what, segment)
+    target = _counted(as_target(what, segment))
     msg = target.put(pb.CancelRequest(namespace=namespace, partition=partition,
                                       idempotency_key=idempotency_key, reference=reference),
                      counts=True)
@@ -308,6 +470,26 @@ def health_call() -> "Call[Health]":
 
 def metrics_call() -> Call[str]:
     return Call("metrics", pb.MetricsRequest(), lambda r: r.text)
+
+
+def set_capacity_call(namespace: str, partition: str, pool: str, capacity: int,
+                      partition_default: bool = False) -> Call[PoolCapacity]:
+    """SetCapacity of one pool, or (partition_default, pool "") of the
+    partition's default."""
+    if isinstance(capacity, bool) or not isinstance(capacity, int):
+        raise TypeError(f"capacity must be an int, got {capacity!r}")
+    if capacity < 0:
+        raise ValueError(f"capacity must be >= 0, got {capacity}")
+    msg = pb.SetCapacityRequest(namespace=namespace, partition=partition, pool=pool,
+                                capacity=capacity, partition_default=bool(partition_default))
+    return Call("set_capacity", msg, lambda r: pool_capacity(r.pool))
+
+
+def get_capacity_call(namespace: str, partition: str,
+                      pools: Iterable[str] = ()) -> Call[Capacities]:
+    msg = pb.GetCapacityRequest(namespace=namespace, partition=partition,
+                                pools=check_names(pools))
+    return Call("get_capacity", msg, capacities_result)
 
 
 def envelope(method: str, msg: Any, correlation_id: Optional[str], seconds: float,
@@ -366,12 +548,38 @@ def health_result(r: pb.HealthResponse) -> Health:
                   draining=r.draining)
 
 
+def _units(takes: Iterable[Any]) -> Dict[str, int]:
+    return {t.pool: t.count for t in takes}
+
+
+def pool_confirm_result(r: pb.ConfirmResponse) -> PoolConfirmResult:
+    return PoolConfirmResult(fence=r.fence, units=_units(r.units),
+                             confirmed_at_unix_ms=r.confirmed_at_unix_ms, replayed=r.replayed)
+
+
+def pool_cancel_result(r: pb.CancelResponse) -> PoolCancelResult:
+    return PoolCancelResult(cancelled=r.cancelled, units=_units(r.units), replayed=r.replayed)
+
+
+def pool_status_result(r: pb.StatusResponse) -> List[PoolStatus]:
+    return [PoolStatus(p.pool, p.capacity, p.sold, p.held, p.free, p.owned, p.ttl_ms)
+            for p in r.pools]
+
+
+def pool_capacity(p: pb.PoolCapacity) -> PoolCapacity:
+    return PoolCapacity(p.pool, p.capacity, p.sold, p.partition_default)
+
+
+def capacities_result(r: pb.GetCapacityResponse) -> Capacities:
+    return Capacities(tuple(pool_capacity(p) for p in r.pools), r.default_capacity)
+
+
 class HoldBase:
     """What every hold handle (Hold, AsyncHold, and their pool versions) keeps:
     where it is, its target, its token, and its session state. The token is
     available as `.token` but never shown by repr/str."""
 
-    def __init__(self, client: Any, namespace: str, partition: str, target: Target, token: str,
+    def __init__(self, client: Any, namespace: str, partition: str, target: HoldTarget, token: str,
                  fence: int, ttl_ms: int, correlation_id: str, degraded: bool = False) -> None:
         self._client = client
         self.namespace = namespace
@@ -428,9 +636,12 @@ class HoldBase:
         state = "active" if self._active else "finished"
         deg = ", degraded=True" if self.degraded else ""
         if self.session:
-            deg += ", session=True" + (f", lost={self._lost.code_name}" if self._lost is not None else "")
-        return (f"{type(self).__name__}(namespace={self.namespace!r}, partition={self.partition!r}, "
-                f"{self._target.describe()}, fence={self.fence}, ttl_ms={self.ttl_ms}{deg}, {state})")
+            deg += ", session=True"
+            if self._lost is not None:
+                deg += f", lost={self._lost.code_name}"
+        return (f"{type(self).__name__}(namespace={self.namespace!r}, "
+                f"partition={self.partition!r}, {self._target.describe()}, fence={self.fence}, "
+                f"ttl_ms={self.ttl_ms}{deg}, {state})")
 
     __str__ = __repr__
 

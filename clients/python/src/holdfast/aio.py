@@ -6,8 +6,8 @@ import asyncio
 import itertools
 import logging
 import random
-from typing import (Any, Callable, Coroutine, Dict, Generator, Generic, List, Optional, Sequence,
-                    Tuple, TypeVar)
+from typing import (Any, Callable, Coroutine, Dict, Generator, Generic, Iterable, List, Optional,
+                    Sequence, Tuple, TypeVar)
 
 from . import _model as m
 from ._gen import holdfast_pb2 as pb
@@ -318,6 +318,86 @@ class AsyncClient:
                       traceparent: Optional[str] = None) -> str:
         return await self._run(m.metrics_call(), timeout, correlation_id, traceparent)
 
+    # ---- pools (docs/pools.md; as in Client) --------------------------------
+
+    def hold_units(self, namespace: str, partition: str, units: m.UnitsLike, *, ttl_ms: int = 0,
+                   timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                   traceparent: Optional[str] = None) -> "_HoldCall[AsyncPoolHold]":
+        """`h = await client.hold_units(...)`, or `async with
+        client.hold_units(...) as h:` which releases on exit; as
+        Client.hold_units."""
+        target = m.Units.of(units)
+        call = m.hold_call(namespace, partition, target, ttl_ms)
+        return _HoldCall(self._hold_units(call, namespace, partition, target, timeout,
+                                          correlation_id or m.new_correlation_id(), traceparent))
+
+    async def _hold_units(self, call, namespace, partition, target, timeout, cid,
+                          traceparent) -> "AsyncPoolHold":
+        r, resp, _ = await self._call_on(call, timeout, cid, traceparent)
+        return AsyncPoolHold(self, namespace, partition, target.items, r.token, r.fence,
+                             r.ttl_ms, cid, degraded=resp.degraded)
+
+    async def extend_units(self, namespace: str, partition: str, pools: Iterable[str],
+                           token: str, *, ttl_ms: int = 0, timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> int:
+        return await self._run(m.extend_call(namespace, partition, m.pools_target(pools), token,
+                                             ttl_ms), timeout, correlation_id, traceparent)
+
+    async def release_units(self, namespace: str, partition: str, pools: Iterable[str],
+                            token: str, *, timeout: Optional[float] = None,
+                            correlation_id: Optional[str] = None,
+                            traceparent: Optional[str] = None) -> int:
+        return await self._run(m.release_call(namespace, partition, m.pools_target(pools), token),
+                               timeout, correlation_id, traceparent)
+
+    async def confirm_units(self, namespace: str, partition: str, units: m.UnitsLike,
+                            token: str, *, idempotency_key: str, reference: str = "",
+                            payload: bytes = b"", timeout: Optional[float] = None,
+                            correlation_id: Optional[str] = None,
+                            traceparent: Optional[str] = None) -> m.PoolConfirmResult:
+        return await self._run(m.confirm_call(namespace, partition, m.Units.of(units), token,
+                                              idempotency_key, reference, payload),
+                               timeout, correlation_id, traceparent)
+
+    async def cancel_units(self, namespace: str, partition: str, units: m.UnitsLike, *,
+                           idempotency_key: str, reference: str,
+                           timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> m.PoolCancelResult:
+        return await self._run(m.cancel_call(namespace, partition, m.Units.of(units),
+                                             idempotency_key, reference),
+                               timeout, correlation_id, traceparent)
+
+    async def pool_status(self, namespace: str, partition: str, pools: Iterable[str], *,
+                          token: Optional[str] = None, timeout: Optional[float] = None,
+                          correlation_id: Optional[str] = None,
+                          traceparent: Optional[str] = None) -> List[m.PoolStatus]:
+        return await self._run(m.status_call(namespace, partition, m.pools_target(pools), token),
+                               timeout, correlation_id, traceparent)
+
+    async def set_capacity(self, namespace: str, partition: str, pool: str, capacity: int, *,
+                           timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> m.PoolCapacity:
+        return await self._run(m.set_capacity_call(namespace, partition, pool, capacity),
+                               timeout, correlation_id, traceparent)
+
+    async def set_default_capacity(self, namespace: str, partition: str, capacity: int, *,
+                                   timeout: Optional[float] = None,
+                                   correlation_id: Optional[str] = None,
+                                   traceparent: Optional[str] = None) -> m.PoolCapacity:
+        return await self._run(m.set_capacity_call(namespace, partition, "", capacity,
+                                                   partition_default=True),
+                               timeout, correlation_id, traceparent)
+
+    async def get_capacity(self, namespace: str, partition: str, pools: Iterable[str] = (), *,
+                           timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> m.Capacities:
+        return await self._run(m.get_capacity_call(namespace, partition, pools),
+                               timeout, correlation_id, traceparent)
+
 
 H = TypeVar("H", bound="_AsyncHoldCalls")
 
@@ -416,4 +496,34 @@ class AsyncHold(_AsyncHoldCalls):
 
     async def status(self, *, timeout: Optional[float] = None,
                      traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
+        return await self._status(timeout, traceparent)
+
+
+class AsyncPoolHold(_AsyncHoldCalls):
+    """A granted hold of units (asyncio). Same contract as PoolHold; the token
+    never appears in repr/str."""
+
+    _target: m.Units
+
+    def __init__(self, client: AsyncClient, namespace: str, partition: str, units: m.UnitsLike,
+                 token: str, fence: int, ttl_ms: int, correlation_id: str,
+                 degraded: bool = False) -> None:
+        super().__init__(client, namespace, partition, m.Units.of(units), token, fence, ttl_ms,
+                         correlation_id, degraded)
+
+    @property
+    def units(self) -> Dict[str, int]:
+        return self._target.as_dict()
+
+    @property
+    def pools(self) -> Tuple[str, ...]:
+        return self._target.pools
+
+    async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                      timeout: Optional[float] = None,
+                      traceparent: Optional[str] = None) -> m.PoolConfirmResult:
+        return await self._confirm(idempotency_key, reference, payload, timeout, traceparent)
+
+    async def status(self, *, timeout: Optional[float] = None,
+                     traceparent: Optional[str] = None) -> List[m.PoolStatus]:
         return await self._status(timeout, traceparent)

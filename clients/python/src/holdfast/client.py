@@ -9,7 +9,7 @@ import select
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 from . import _model as m
 from ._gen import holdfast_pb2 as pb
@@ -399,6 +399,101 @@ class Client:
         """The daemon's counters in Prometheus text format."""
         return self._run(m.metrics_call(), timeout, correlation_id, traceparent)
 
+    # ---- pools (docs/pools.md) ----------------------------------------------
+
+    def hold_units(self, namespace: str, partition: str, units: m.UnitsLike, *, ttl_ms: int = 0,
+                   timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                   traceparent: Optional[str] = None) -> "PoolHold":
+        """Hold `count` units of each pool in a namespace of kind "pools",
+        all or nothing: `units` is {"adult": 2, "child": 1} (or (pool, count)
+        pairs). Returns a PoolHold; use it as a context manager to release it
+        on exit. ttl_ms=0 uses the namespace's default TTL.
+
+        HeldByAnother (resource_id: the pool) when a pool has fewer units free
+        than asked (the rest is held: holds expire, try later); Confirmed
+        when it has fewer left unsold (sold out). Nothing is taken then."""
+        target = m.Units.of(units)
+        cid = correlation_id or m.new_correlation_id()
+        r, resp, _ = self._call_on(m.hold_call(namespace, partition, target, ttl_ms), timeout,
+                                   cid, traceparent)
+        return PoolHold(self, namespace, partition, target.items, r.token, r.fence, r.ttl_ms,
+                        cid, degraded=resp.degraded)
+
+    def extend_units(self, namespace: str, partition: str, pools: Iterable[str], token: str, *,
+                     ttl_ms: int = 0, timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> int:
+        """Stretch the TTL of a hold of units (owner-checked, every pool of it);
+        returns the TTL applied."""
+        return self._run(m.extend_call(namespace, partition, m.pools_target(pools), token, ttl_ms),
+                         timeout, correlation_id, traceparent)
+
+    def release_units(self, namespace: str, partition: str, pools: Iterable[str], token: str, *,
+                      timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                      traceparent: Optional[str] = None) -> int:
+        """Give a hold of units back (owner-checked); returns how many units."""
+        return self._run(m.release_call(namespace, partition, m.pools_target(pools), token),
+                         timeout, correlation_id, traceparent)
+
+    def confirm_units(self, namespace: str, partition: str, units: m.UnitsLike, token: str, *,
+                      idempotency_key: str, reference: str = "", payload: bytes = b"",
+                      timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                      traceparent: Optional[str] = None) -> m.PoolConfirmResult:
+        """Sell exactly the units the token holds (else InvalidArgument,
+        nothing decided). Conflict when PostgreSQL has too few units left or
+        the hold was already confirmed; retry with the same idempotency_key
+        after Unavailable/DeadlineExceeded (`replayed=True`)."""
+        return self._run(m.confirm_call(namespace, partition, m.Units.of(units), token,
+                                        idempotency_key, reference, payload),
+                         timeout, correlation_id, traceparent)
+
+    def cancel_units(self, namespace: str, partition: str, units: m.UnitsLike, *,
+                     idempotency_key: str, reference: str, timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.PoolCancelResult:
+        """Give back `count` units of each pool from those sold under
+        `reference` (the order confirmed with it), all pools or none:
+        NotFound (resource_id: the pool) when fewer are sold under it."""
+        return self._run(m.cancel_call(namespace, partition, m.Units.of(units), idempotency_key,
+                                       reference),
+                         timeout, correlation_id, traceparent)
+
+    def pool_status(self, namespace: str, partition: str, pools: Iterable[str], *,
+                    token: Optional[str] = None, timeout: Optional[float] = None,
+                    correlation_id: Optional[str] = None,
+                    traceparent: Optional[str] = None) -> List[m.PoolStatus]:
+        """Capacity, sold, held and free units per pool (from the Redis
+        mirror), and with `token` that token's units and TTL; a diagnostic."""
+        return self._run(m.status_call(namespace, partition, m.pools_target(pools), token),
+                         timeout, correlation_id, traceparent)
+
+    def set_capacity(self, namespace: str, partition: str, pool: str, capacity: int, *,
+                     timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.PoolCapacity:
+        """Set a pool's capacity (units it may sell in total, sold included) in
+        PostgreSQL. FailedPrecondition (field "capacity") below what is sold.
+        An absolute value: safe to retry."""
+        return self._run(m.set_capacity_call(namespace, partition, pool, capacity),
+                         timeout, correlation_id, traceparent)
+
+    def set_default_capacity(self, namespace: str, partition: str, capacity: int, *,
+                             timeout: Optional[float] = None,
+                             correlation_id: Optional[str] = None,
+                             traceparent: Optional[str] = None) -> m.PoolCapacity:
+        """Set the partition's default capacity: that of every pool of it with
+        none of its own (e.g. 1 for one-per-user pools)."""
+        return self._run(m.set_capacity_call(namespace, partition, "", capacity,
+                                             partition_default=True),
+                         timeout, correlation_id, traceparent)
+
+    def get_capacity(self, namespace: str, partition: str, pools: Iterable[str] = (), *,
+                     timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.Capacities:
+        """Capacity in effect and sold units per pool, and the partition's
+        default, as PostgreSQL has them (also refreshes the Redis mirror)."""
+        return self._run(m.get_capacity_call(namespace, partition, pools),
+                         timeout, correlation_id, traceparent)
+
 
 class _HoldCalls(m.HoldBase):
     """The calls every blocking hold handle makes on its own target."""
@@ -482,4 +577,38 @@ class Hold(_HoldCalls):
 
     def status(self, *, timeout: Optional[float] = None,
                traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
+        return self._status(timeout, traceparent)
+
+
+class PoolHold(_HoldCalls):
+    """A granted hold of units (a namespace of kind "pools"). Like Hold: the
+    token is never shown by repr/str, and as a context manager it releases
+    the units on exit unless they were released or confirmed through it.
+    `units` is {pool: count}, `pools` the pool names."""
+
+    _target: m.Units
+
+    def __init__(self, client: Client, namespace: str, partition: str, units: m.UnitsLike,
+                 token: str, fence: int, ttl_ms: int, correlation_id: str,
+                 degraded: bool = False) -> None:
+        super().__init__(client, namespace, partition, m.Units.of(units), token, fence, ttl_ms,
+                         correlation_id, degraded)
+
+    @property
+    def units(self) -> Dict[str, int]:
+        return self._target.as_dict()
+
+    @property
+    def pools(self) -> Tuple[str, ...]:
+        return self._target.pools
+
+    def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                timeout: Optional[float] = None,
+                traceparent: Optional[str] = None) -> m.PoolConfirmResult:
+        """Sell the held units (see Client.confirm_units)."""
+        return self._confirm(idempotency_key, reference, payload, timeout, traceparent)
+
+    def status(self, *, timeout: Optional[float] = None,
+               traceparent: Optional[str] = None) -> List[m.PoolStatus]:
+        """Each pool of the hold, with this hold's units (`owned`) and TTL."""
         return self._status(timeout, traceparent)
