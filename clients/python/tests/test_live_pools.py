@@ -236,3 +236,13 @@ def test_async_pools(stack, partition):
             assert await c.release_units(NS, partition, h2.pools, h2.token) == 2
 
     asyncio.run(main())
+
+
+def test_zz_daemon_log_never_shows_a_pool_token(stack):
+    """Runs last in this file: no token of a hold of units is in the log."""
+    if stack.dir is None or not (stack.dir / "holdfastd.log").exists():
+        pytest.skip("daemon log not available (DIR/holdfastd.log)")
+    if not stack.tokens:
+        pytest.skip("no live test issued a token in this run")
+    text = (stack.dir / "holdfastd.log").read_text(errors="replace")
+    assert [t for t in stack.tokens if t in text or t.split(".", 1)[1] in text] == []
