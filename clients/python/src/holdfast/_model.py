@@ -29,6 +29,10 @@ DEFAULT_SOCKET = "/run/holdfast/holdfast.sock"
 SOCKET_ENV = "HOLDFAST_SOCKET"
 DEFAULT_TIMEOUT = 5.0  # seconds, for calls that give no timeout
 _MAX_TIMEOUT_MS = 2**32 - 1
+# A hold that waits in line (wait=...) gets a deadline of at least its wait
+# plus this, so the daemon's answer when the wait runs out (HeldByAnother)
+# arrives before the client gives up.
+WAIT_MARGIN = 1.0  # seconds
 
 # Waits between connection attempts while the daemon is away (seconds).
 RECONNECT_INITIAL = 0.020
@@ -234,6 +238,21 @@ def check_names(names: Iterable[str], what: str = "pools") -> List[str]:
     return list(names)
 
 
+def wait_ms(wait: Optional[float]) -> int:
+    """HoldRequest.wait_ms for a wait of `wait` seconds (None or 0: no wait),
+    rounded up to whole milliseconds."""
+    if wait is None:
+        return 0
+    if isinstance(wait, bool) or not isinstance(wait, (int, float)):
+        raise TypeError(f"wait must be a number of seconds, got {wait!r}")
+    if not 0 <= wait < math.inf:
+        raise ValueError(f"wait must be >= 0 seconds, got {wait!r}")
+    ms = math.ceil(wait * 1000)
+    if ms > _MAX_UINT32:
+        raise ValueError(f"wait is too long: {wait!r} seconds")
+    return ms
+
+
 def check_timeout(timeout: Optional[float], default: float) -> float:
     t = default if timeout is None else float(timeout)
     if not t > 0:
@@ -260,6 +279,13 @@ class Call(Generic[T]):
     method: str
     msg: Any
     result: Callable[[Any], T]
+    # The call's deadline is at least this many seconds (a hold's wait + margin).
+    min_seconds: float = 0.0
+
+    def seconds(self, timeout: Optional[float], default: float) -> float:
+        """The call's deadline: its timeout (else the client's), stretched to
+        min_seconds."""
+        return max(check_timeout(timeout, default), self.min_seconds)
 
 
 def _same(r: Any) -> Any:
@@ -406,8 +432,11 @@ def _require_key(idempotency_key: str) -> None:
 
 def hold_call(namespace: str, partition: str, what: Union[Target, Iterable[str]],
               ttl_ms: int = 0, segment: Optional[SegmentLike] = None,
-              session: bool = False) -> Call[pb.HoldResponse]:
-    """Hold: the answer stays a HoldResponse, the clients make the handle."""
+              session: bool = False, wait: Optional[float] = None) -> Call[pb.HoldResponse]:
+    """Hold: the answer stays a HoldResponse, the clients make the handle.
+    `wait` (seconds) queues behind a holder instead of answering
+    HELD_BY_ANOTHER at once; the call's deadline is then at least the wait
+    plus WAIT_MARGIN."""
     target = _counted(as_target(what, segment))
     if session and not isinstance(target, Seats):
         # The daemon's pool holds have no session: it would be a plain TTL hold.
@@ -416,9 +445,10 @@ def hold_call(namespace: str, partition: str, what: Union[Target, Iterable[str]]
         # The daemon refuses it too: a session hold's TTL is the namespace's
         # session_ttl_ms, renewed while the connection lives.
         raise InvalidArgument("a session hold takes no ttl_ms", field="ttl_ms")
+    waits = wait_ms(wait)
     msg = target.put(pb.HoldRequest(namespace=namespace, partition=partition, ttl_ms=ttl_ms,
-                                    session=bool(session)), counts=True)
-    return Call("hold", msg, _same)
+                                    session=bool(session), wait_ms=waits), counts=True)
+    return Call("hold", msg, _same, min_seconds=waits / 1000 + WAIT_MARGIN if waits else 0.0)
 
 
 def extend_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], token: str,

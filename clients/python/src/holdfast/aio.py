@@ -197,7 +197,7 @@ class AsyncClient:
                        ) -> Tuple[Any, pb.Response, _AsyncConnection]:
         """Send one request and wait for its answer: (result message, response,
         the connection that carried it)."""
-        seconds = m.check_timeout(timeout, self.timeout)
+        seconds = call.seconds(timeout, self.timeout)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
         req = m.envelope(call.method, call.msg, correlation_id, seconds, traceparent)
@@ -245,15 +245,15 @@ class AsyncClient:
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
              segment: Optional[m.SegmentLike] = None, session: bool = False,
              on_lost: "Optional[Callable[[AsyncHold], None]]" = None,
-             timeout: Optional[float] = None,
+             wait: Optional[float] = None, timeout: Optional[float] = None,
              correlation_id: Optional[str] = None,
              traceparent: Optional[str] = None) -> "_HoldCall[AsyncHold]":
         """`h = await client.hold(...)`, or `async with client.hold(...) as h:`
-        which releases on exit. `segment`, session=True and on_lost as in
-        Client.hold; on_lost runs on the event loop (a plain function, not a
-        coroutine)."""
+        which releases on exit. `segment`, session=True, on_lost and wait as
+        in Client.hold; on_lost runs on the event loop (a plain function, not
+        a coroutine)."""
         target = m.Seats.of(ids, segment)
-        call = m.hold_call(namespace, partition, target, ttl_ms, session=session)
+        call = m.hold_call(namespace, partition, target, ttl_ms, session=session, wait=wait)
         return _HoldCall(self._hold(call, namespace, partition, target, session, on_lost,
                                     timeout, correlation_id or m.new_correlation_id(),
                                     traceparent))
@@ -321,13 +321,14 @@ class AsyncClient:
     # ---- pools (docs/pools.md; as in Client) --------------------------------
 
     def hold_units(self, namespace: str, partition: str, units: m.UnitsLike, *, ttl_ms: int = 0,
-                   timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                   wait: Optional[float] = None, timeout: Optional[float] = None,
+                   correlation_id: Optional[str] = None,
                    traceparent: Optional[str] = None) -> "_HoldCall[AsyncPoolHold]":
         """`h = await client.hold_units(...)`, or `async with
         client.hold_units(...) as h:` which releases on exit; as
         Client.hold_units."""
         target = m.Units.of(units)
-        call = m.hold_call(namespace, partition, target, ttl_ms)
+        call = m.hold_call(namespace, partition, target, ttl_ms, wait=wait)
         return _HoldCall(self._hold_units(call, namespace, partition, target, timeout,
                                           correlation_id or m.new_correlation_id(), traceparent))
 

@@ -274,7 +274,7 @@ class Client:
                  ) -> Tuple[Any, pb.Response, "_Connection"]:
         """Send one request and wait for its answer: (result message, response,
         the connection that carried it)."""
-        seconds = m.check_timeout(timeout, self.timeout)
+        seconds = call.seconds(timeout, self.timeout)
         deadline = time.monotonic() + seconds
         req = m.envelope(call.method, call.msg, correlation_id, seconds, traceparent)
         try:
@@ -314,7 +314,7 @@ class Client:
 
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
              segment: Optional[m.SegmentLike] = None, session: bool = False,
-             on_lost: "Optional[Callable[[Hold], None]]" = None,
+             on_lost: "Optional[Callable[[Hold], None]]" = None, wait: Optional[float] = None,
              timeout: Optional[float] = None, correlation_id: Optional[str] = None,
              traceparent: Optional[str] = None) -> "Hold":
         """Hold every id of `ids` in one partition, all or nothing.
@@ -331,11 +331,19 @@ class Client:
         exits or is killed). ttl_ms must then be 0. If the daemon cannot keep
         it, or the connection ends, `hold.lost` becomes the error that says
         why and `on_lost(hold)` runs once: on the client's reader thread, or
-        in close() (keep it short)."""
+        in close() (keep it short).
+
+        wait=seconds waits in line (docs/waiting.md) when an id is held by
+        another token, instead of raising HeldByAnother at once: waiters are
+        served in arrival order, all ids or none. When the wait runs out it
+        raises HeldByAnother (or DeadlineExceeded), as without a wait; a sold
+        id raises Confirmed at once. The call's deadline is then at least
+        wait + 1 s (whatever `timeout` says), so the daemon answers first."""
         target = m.Seats.of(ids, segment)
         cid = correlation_id or m.new_correlation_id()
         r, resp, conn = self._call_on(m.hold_call(namespace, partition, target, ttl_ms,
-                                                  session=session), timeout, cid, traceparent)
+                                                  session=session, wait=wait),
+                                      timeout, cid, traceparent)
         h = Hold(self, namespace, partition, target.ids, r.token, r.fence, r.ttl_ms, cid,
                  degraded=resp.degraded, segment=target.segment)
         if session and not resp.degraded:
@@ -402,7 +410,8 @@ class Client:
     # ---- pools (docs/pools.md) ----------------------------------------------
 
     def hold_units(self, namespace: str, partition: str, units: m.UnitsLike, *, ttl_ms: int = 0,
-                   timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                   wait: Optional[float] = None, timeout: Optional[float] = None,
+                   correlation_id: Optional[str] = None,
                    traceparent: Optional[str] = None) -> "PoolHold":
         """Hold `count` units of each pool in a namespace of kind "pools",
         all or nothing: `units` is {"adult": 2, "child": 1} (or (pool, count)
@@ -411,11 +420,12 @@ class Client:
 
         HeldByAnother (resource_id: the pool) when a pool has fewer units free
         than asked (the rest is held: holds expire, try later); Confirmed
-        when it has fewer left unsold (sold out). Nothing is taken then."""
+        when it has fewer left unsold (sold out). Nothing is taken then.
+        `wait` (seconds) as in hold: wait in line for held units."""
         target = m.Units.of(units)
         cid = correlation_id or m.new_correlation_id()
-        r, resp, _ = self._call_on(m.hold_call(namespace, partition, target, ttl_ms), timeout,
-                                   cid, traceparent)
+        r, resp, _ = self._call_on(m.hold_call(namespace, partition, target, ttl_ms, wait=wait),
+                                   timeout, cid, traceparent)
         return PoolHold(self, namespace, partition, target.items, r.token, r.fence, r.ttl_ms,
                         cid, degraded=resp.degraded)
 
