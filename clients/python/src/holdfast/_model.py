@@ -264,8 +264,10 @@ def check_timeout(timeout: Optional[float], default: float) -> float:
 #
 # Every request of the API is built here, once, for both clients: a `Call`
 # names the Request field it travels in, carries the message, and maps the
-# result message to what the API returns. What a request acts on is its
-# target: `Seats` (ids, and a journey segment where the namespace has legs).
+# result message to what the API returns; a hold's wait stretches its
+# deadline (`min_seconds`). What a request acts on is its target: `Seats`
+# (ids, and a journey segment where the namespace has legs), `Units` (pool ->
+# count, in a namespace of kind "pools") or pool names alone (`_Pools`).
 
 T = TypeVar("T")
 
