@@ -26,8 +26,8 @@ def test_a_waiting_hold_is_granted_when_the_holder_releases(client, stack, parti
 
     def waiter():
         with Client(stack.socket, timeout=2) as b:
-            asked.set()
             t0 = time.monotonic()
+            asked.set()  # the release comes >= 0.2 s after this
             try:
                 with b.hold(NS, partition, ["E2", "E3"], session=True, wait=3.0) as h:
                     got["elapsed"] = time.monotonic() - t0
