@@ -34,6 +34,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * Client for holdfastd over its Unix socket.
@@ -59,8 +60,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * }
  * }</pre>
  *
- * <p>The client is thread-safe; share one per process. Closing it does not release holds: they
- * expire with their TTL.
+ * <p>The client is thread-safe; share one per process. Closing it does not release plain holds:
+ * they expire with their TTL. Session holds ({@link HoldBuilder#session()}) live as long as the
+ * connection: closing the client (or losing the connection) ends them, and the daemon releases
+ * them at once.
  */
 public final class HoldfastClient implements AutoCloseable {
   /** Where the packaged daemon listens (the client contract, shared by every holdfast client). */
@@ -68,6 +71,13 @@ public final class HoldfastClient implements AutoCloseable {
 
   /** The environment variable that names the daemon's socket. */
   public static final String SOCKET_ENV = "HOLDFAST_SOCKET";
+
+  /**
+   * What a call that {@linkplain HoldBuilder#waitFor waits in line} gets beyond its wait: its
+   * deadline is at least the wait plus this, so the daemon can wait the whole time and still
+   * answer.
+   */
+  public static final Duration WAIT_MARGIN = Duration.ofSeconds(1);
 
   /** Default deadline for calls without one. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
@@ -249,34 +259,103 @@ public final class HoldfastClient implements AutoCloseable {
       Segment segment,
       Duration ttl,
       CallOptions opts) {
-    List<String> idList = List.copyOf(ids);
+    return new HoldBuilder(this, namespace, partition, ids)
+        .segment(segment)
+        .ttl(ttl)
+        .options(opts)
+        .acquireAsync();
+  }
+
+  /**
+   * A hold to take on {@code ids} of one partition, all or nothing, with options: a {@linkplain
+   * HoldBuilder#session() session hold} the daemon keeps while this client's connection lives,
+   * {@linkplain HoldBuilder#waitFor waiting in line}, a TTL, a segment, call options.
+   *
+   * <pre>{@code
+   * try (Hold hold = client.hold("seat", run, List.of("E7")).session().waitFor(Duration.ofSeconds(5)).acquire()) {
+   *   hold.confirm(ConfirmOptions.of(orderId, customerId));
+   * }
+   * }</pre>
+   */
+  public HoldBuilder hold(String namespace, String partition, List<String> ids) {
+    return new HoldBuilder(this, namespace, partition, ids);
+  }
+
+  CompletableFuture<Hold> acquireAsync(HoldBuilder b) {
+    if (b.session && ttlMs(b.ttl) != 0) {
+      return CompletableFuture.failedFuture(
+          HoldfastException.of(
+              Code.CODE_INVALID_ARGUMENT,
+              "hold",
+              "a session hold takes no TTL: it lives as long as its connection (the namespace's"
+                  + " session_ttl_ms, renewed by the daemon)",
+              "ttl_ms",
+              "",
+              b.options != null && b.options.correlationId() != null
+                  ? b.options.correlationId()
+                  : "",
+              false,
+              null));
+    }
+    List<String> idList = b.ids;
+    Segment segment = b.segment;
     HoldRequest.Builder hold =
         HoldRequest.newBuilder()
-            .setNamespace(namespace)
-            .setPartition(partition)
+            .setNamespace(b.namespace)
+            .setPartition(b.partition)
             .addAllIds(idList)
-            .setTtlMs(ttlMs(ttl));
+            .setTtlMs(ttlMs(b.ttl))
+            .setSession(b.session)
+            .setWaitMs(ttlMs(b.wait));
     if (segment != null) {
       hold.setSegment(segment.toProto());
     }
+    CallOptions opts = b.options;
+    if (!b.wait.isZero()) {
+      opts = atLeast(opts, b.wait.plus(WAIT_MARGIN));
+    }
+    boolean session = b.session;
+    Consumer<Hold> onLost = b.onLost;
     Request.Builder req = Request.newBuilder().setHold(hold);
-    return call("hold", req, opts)
-        .thenApply(
-            r -> {
-              if (!r.hasHold()) {
-                throw HoldfastException.malformed("hold", r);
-              }
-              return new Hold(
+    Call call = start("hold", req, opts);
+    return call.future.thenApply(
+        r -> {
+          if (!r.hasHold()) {
+            throw HoldfastException.malformed("hold", r);
+          }
+          Hold h =
+              new Hold(
                   this,
-                  namespace,
-                  partition,
+                  b.namespace,
+                  b.partition,
                   idList,
                   segment,
                   r.getHold().getToken(),
                   r.getHold().getFence(),
                   Duration.ofMillis(Integer.toUnsignedLong(r.getHold().getTtlMs())),
                   r.getDegraded());
-            });
+          Connection on = call.answeredOn;
+          if (session && !r.getDegraded() && on != null) {
+            h.bindSession(on.sessions, onLost); // a degraded answer holds nothing to lose
+          }
+          return h;
+        });
+  }
+
+  /** {@code opts} with a deadline of at least {@code min}. */
+  private CallOptions atLeast(CallOptions opts, Duration min) {
+    CallOptions o = opts == null ? CallOptions.defaults() : opts;
+    Duration t = o.timeout() != null ? o.timeout() : defaultTimeout;
+    return t.compareTo(min) >= 0 ? o : o.withTimeout(min);
+  }
+
+  /** Runs a listener where futures complete: never on the reader thread. */
+  void runCallback(Runnable r) {
+    try {
+      callbacks.execute(r);
+    } catch (RejectedExecutionException e) {
+      r.run();
+    }
   }
 
   public Hold hold(String namespace, String partition, List<String> ids, Duration ttl) {
@@ -642,7 +721,9 @@ public final class HoldfastClient implements AutoCloseable {
 
   /**
    * Closes the connection. Calls in flight and later calls fail with {@link
-   * HoldfastException.ClientClosed}. Holds are not released: they expire with their TTL.
+   * HoldfastException.ClientClosed}. Plain holds are not released: they expire with their TTL.
+   * Session holds end with the connection: the daemon releases them at once, and each reports
+   * {@link Hold#lost()} ({@code UNAVAILABLE}).
    */
   @Override
   public void close() {
@@ -691,6 +772,10 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   private CompletableFuture<Response> call(String op, Request.Builder req, CallOptions opts) {
+    return start(op, req, opts).future;
+  }
+
+  private Call start(String op, Request.Builder req, CallOptions opts) {
     CallOptions o = opts == null ? CallOptions.defaults() : opts;
     Duration timeout = o.timeout() != null ? o.timeout() : defaultTimeout;
     String corr =
@@ -702,7 +787,7 @@ public final class HoldfastClient implements AutoCloseable {
     long deadline = System.nanoTime() + saturatedNanos(timeout);
     Call call = new Call(op, corr, req, deadline, callbacks);
     attempt(call, false, 0, null);
-    return call.future;
+    return call;
   }
 
   /**
@@ -808,6 +893,11 @@ public final class HoldfastClient implements AutoCloseable {
         "cannot reach holdfastd at " + socketPath + ": " + cause,
         call.correlationId,
         cause);
+  }
+
+  /** Session holds registered on the current connection (tests). */
+  synchronized int sessionHoldCount() {
+    return connection == null ? 0 : connection.sessions.size();
   }
 
   private synchronized boolean isClosed() {
