@@ -5,6 +5,7 @@ import dev.holdfast.v1.CancelRequest;
 import dev.holdfast.v1.Code;
 import dev.holdfast.v1.ConfirmRequest;
 import dev.holdfast.v1.ExtendRequest;
+import dev.holdfast.v1.GetCapacityRequest;
 import dev.holdfast.v1.HealthRequest;
 import dev.holdfast.v1.HealthResponse;
 import dev.holdfast.v1.HoldRequest;
@@ -12,6 +13,7 @@ import dev.holdfast.v1.MetricsRequest;
 import dev.holdfast.v1.ReleaseRequest;
 import dev.holdfast.v1.Request;
 import dev.holdfast.v1.Response;
+import dev.holdfast.v1.SetCapacityRequest;
 import dev.holdfast.v1.StatusRequest;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -676,6 +678,329 @@ public final class HoldfastClient implements AutoCloseable {
                               s.getOwned()))
                   .toList();
             });
+  }
+
+  // ---- pools (docs/pools.md) ---------------------------------------------------------------
+
+  /**
+   * Takes {@code count} units of each pool of one partition, all or nothing, in a namespace of kind
+   * {@code pools} (docs/pools.md). A {@code null} or zero {@code ttl} means the namespace's default.
+   *
+   * <p>Fails with {@link HoldfastException.HeldByAnother} when a pool has fewer units free than
+   * asked (the rest is held: try again later, holds expire) and {@link
+   * HoldfastException.Confirmed} when it has fewer left unsold (sold out); {@code getResourceId()}
+   * names the pool. Nothing is taken then, in any pool.
+   */
+  public CompletableFuture<UnitsHold> holdUnitsAsync(
+      String namespace, String partition, List<Units> units, Duration ttl, CallOptions opts) {
+    List<Units> unitList = List.copyOf(units);
+    Request.Builder req =
+        Request.newBuilder()
+            .setHold(
+                HoldRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllUnits(Units.toProto(unitList))
+                    .setTtlMs(ttlMs(ttl)));
+    return call("hold", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasHold()) {
+                throw HoldfastException.malformed("hold", r);
+              }
+              return new UnitsHold(
+                  this,
+                  namespace,
+                  partition,
+                  unitList,
+                  r.getHold().getToken(),
+                  r.getHold().getFence(),
+                  Duration.ofMillis(Integer.toUnsignedLong(r.getHold().getTtlMs())),
+                  r.getDegraded());
+            });
+  }
+
+  public UnitsHold holdUnits(String namespace, String partition, List<Units> units, Duration ttl) {
+    return await(holdUnitsAsync(namespace, partition, units, ttl, null));
+  }
+
+  public UnitsHold holdUnits(
+      String namespace, String partition, List<Units> units, Duration ttl, CallOptions opts) {
+    return await(holdUnitsAsync(namespace, partition, units, ttl, opts));
+  }
+
+  /**
+   * Rebuilds a units hold from its token, for a process that resumes a hold taken elsewhere.
+   * Nothing is sent; the fence and TTL are unknown (zero).
+   */
+  public UnitsHold resumeUnits(
+      String namespace, String partition, List<Units> units, String token) {
+    return new UnitsHold(this, namespace, partition, units, token, 0, Duration.ZERO, false);
+  }
+
+  CompletableFuture<Duration> extendUnitsAsync(UnitsHold hold, Duration ttl, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setExtend(
+                ExtendRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllPools(hold.pools())
+                    .setToken(hold.token())
+                    .setTtlMs(ttlMs(ttl)));
+    return call("extend", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasExtend()) {
+                throw HoldfastException.malformed("extend", r);
+              }
+              return Duration.ofMillis(Integer.toUnsignedLong(r.getExtend().getTtlMs()));
+            });
+  }
+
+  CompletableFuture<Integer> releaseUnitsAsync(UnitsHold hold, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setRelease(
+                ReleaseRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllPools(hold.pools())
+                    .setToken(hold.token()));
+    return call("release", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasRelease()) {
+                throw HoldfastException.malformed("release", r);
+              }
+              return r.getRelease().getReleased();
+            });
+  }
+
+  CompletableFuture<UnitsConfirmation> confirmUnitsAsync(
+      UnitsHold hold, ConfirmOptions confirm, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setConfirm(
+                ConfirmRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllUnits(Units.toProto(hold.units()))
+                    .setToken(hold.token())
+                    .setIdempotencyKey(confirm.idempotencyKey())
+                    .setReference(confirm.reference())
+                    .setPayload(ByteString.copyFrom(confirm.payload())));
+    return call("confirm", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasConfirm()) {
+                throw HoldfastException.malformed("confirm", r);
+              }
+              var c = r.getConfirm();
+              return new UnitsConfirmation(
+                  c.getFence(),
+                  Units.fromProto(c.getUnitsList()),
+                  Instant.ofEpochMilli(c.getConfirmedAtUnixMs()),
+                  c.getReplayed());
+            });
+  }
+
+  /**
+   * Gives back {@code count} units of each pool out of those sold under {@code reference} (the
+   * order it refunds), all pools or none. Fails with {@code NOT_FOUND} naming the pool when fewer
+   * are sold under it; nothing is cancelled then. Retry an unknown outcome with the same key.
+   */
+  public CompletableFuture<UnitsCancelResult> cancelUnitsAsync(
+      String namespace,
+      String partition,
+      List<Units> units,
+      String idempotencyKey,
+      String reference,
+      CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setCancel(
+                CancelRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllUnits(Units.toProto(units))
+                    .setIdempotencyKey(idempotencyKey)
+                    .setReference(reference == null ? "" : reference));
+    return call("cancel", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasCancel()) {
+                throw HoldfastException.malformed("cancel", r);
+              }
+              var c = r.getCancel();
+              return new UnitsCancelResult(
+                  c.getCancelled(), c.getReplayed(), Units.fromProto(c.getUnitsList()));
+            });
+  }
+
+  public UnitsCancelResult cancelUnits(
+      String namespace,
+      String partition,
+      List<Units> units,
+      String idempotencyKey,
+      String reference) {
+    return await(cancelUnitsAsync(namespace, partition, units, idempotencyKey, reference, null));
+  }
+
+  public UnitsCancelResult cancelUnits(
+      String namespace,
+      String partition,
+      List<Units> units,
+      String idempotencyKey,
+      String reference,
+      CallOptions opts) {
+    return await(cancelUnitsAsync(namespace, partition, units, idempotencyKey, reference, opts));
+  }
+
+  /**
+   * Capacity, sold, held and free units of each pool, from the Redis mirror. Diagnostic only: the
+   * answer may be stale on arrival and grants nothing ({@link #getCapacity} reads PostgreSQL).
+   */
+  public CompletableFuture<List<PoolStatus>> poolStatusAsync(
+      String namespace, String partition, List<String> pools, CallOptions opts) {
+    return poolStatusAsync(namespace, partition, pools, "", opts);
+  }
+
+  public List<PoolStatus> poolStatus(String namespace, String partition, List<String> pools) {
+    return await(poolStatusAsync(namespace, partition, pools, "", null));
+  }
+
+  public List<PoolStatus> poolStatus(
+      String namespace, String partition, List<String> pools, CallOptions opts) {
+    return await(poolStatusAsync(namespace, partition, pools, "", opts));
+  }
+
+  CompletableFuture<List<PoolStatus>> poolStatusAsync(
+      String namespace, String partition, List<String> pools, String token, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setStatus(
+                StatusRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllPools(pools)
+                    .setToken(token));
+    return call("status", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasStatus()) {
+                throw HoldfastException.malformed("status", r);
+              }
+              return r.getStatus().getPoolsList().stream()
+                  .map(
+                      p ->
+                          new PoolStatus(
+                              p.getPool(),
+                              p.getCapacity(),
+                              p.getSold(),
+                              p.getHeld(),
+                              p.getFree(),
+                              p.getOwned(),
+                              Duration.ofMillis(p.getTtlMs())))
+                  .toList();
+            });
+  }
+
+  /**
+   * Sets the capacity of {@code pool} (how many units it may ever have sold at once) in
+   * PostgreSQL, raised or lowered. Never below what is sold: that fails with {@code
+   * FAILED_PRECONDITION} ({@code getField()} "capacity", {@code getResourceId()} the pool) and
+   * changes nothing. An absolute value, so retrying it is safe.
+   */
+  public CompletableFuture<PoolCapacity> setCapacityAsync(
+      String namespace, String partition, String pool, long capacity, CallOptions opts) {
+    return setCapacityAsync(
+        SetCapacityRequest.newBuilder()
+            .setNamespace(namespace)
+            .setPartition(partition)
+            .setPool(pool)
+            .setCapacity(capacity),
+        opts);
+  }
+
+  public PoolCapacity setCapacity(String namespace, String partition, String pool, long capacity) {
+    return await(setCapacityAsync(namespace, partition, pool, capacity, null));
+  }
+
+  public PoolCapacity setCapacity(
+      String namespace, String partition, String pool, long capacity, CallOptions opts) {
+    return await(setCapacityAsync(namespace, partition, pool, capacity, opts));
+  }
+
+  /**
+   * Sets the partition's default capacity: that of every pool of the partition that has none of
+   * its own (e.g. 1 for one pool per user, docs/pools.md). Never below what such a pool sold.
+   */
+  public CompletableFuture<PoolCapacity> setDefaultCapacityAsync(
+      String namespace, String partition, long capacity, CallOptions opts) {
+    return setCapacityAsync(
+        SetCapacityRequest.newBuilder()
+            .setNamespace(namespace)
+            .setPartition(partition)
+            .setPartitionDefault(true)
+            .setCapacity(capacity),
+        opts);
+  }
+
+  public PoolCapacity setDefaultCapacity(String namespace, String partition, long capacity) {
+    return await(setDefaultCapacityAsync(namespace, partition, capacity, null));
+  }
+
+  public PoolCapacity setDefaultCapacity(
+      String namespace, String partition, long capacity, CallOptions opts) {
+    return await(setDefaultCapacityAsync(namespace, partition, capacity, opts));
+  }
+
+  private CompletableFuture<PoolCapacity> setCapacityAsync(
+      SetCapacityRequest.Builder set, CallOptions opts) {
+    return call("set_capacity", Request.newBuilder().setSetCapacity(set), opts)
+        .thenApply(
+            r -> {
+              if (!r.hasSetCapacity()) {
+                throw HoldfastException.malformed("set_capacity", r);
+              }
+              return PoolCapacity.fromProto(r.getSetCapacity().getPool());
+            });
+  }
+
+  /**
+   * The capacity in effect and the units sold of each pool, and the partition's default, as
+   * PostgreSQL has them (also refreshes the daemon's Redis mirror). No pools: only the default.
+   */
+  public CompletableFuture<PoolCapacities> getCapacityAsync(
+      String namespace, String partition, List<String> pools, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setGetCapacity(
+                GetCapacityRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllPools(pools));
+    return call("get_capacity", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasGetCapacity()) {
+                throw HoldfastException.malformed("get_capacity", r);
+              }
+              var g = r.getGetCapacity();
+              return new PoolCapacities(
+                  g.getPoolsList().stream().map(PoolCapacity::fromProto).toList(),
+                  g.getDefaultCapacity());
+            });
+  }
+
+  public PoolCapacities getCapacity(String namespace, String partition, List<String> pools) {
+    return await(getCapacityAsync(namespace, partition, pools, null));
+  }
+
+  public PoolCapacities getCapacity(
+      String namespace, String partition, List<String> pools, CallOptions opts) {
+    return await(getCapacityAsync(namespace, partition, pools, opts));
   }
 
   /** Asks whether the daemon is live and ready (Redis up, scripts loaded, not draining). */
