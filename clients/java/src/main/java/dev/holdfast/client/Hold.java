@@ -157,7 +157,8 @@ public final class Hold implements AutoCloseable {
           try {
             listener.accept(this);
           } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "holdfast: onLost listener of " + this + " failed", e);
+            LOG.log(
+                System.Logger.Level.WARNING, "holdfast: onLost listener of " + this + " failed", e);
           }
         });
   }

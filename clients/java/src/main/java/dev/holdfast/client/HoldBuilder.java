@@ -12,7 +12,7 @@ import java.util.function.Consumer;
  * TTL, no wait, the client's default deadline.
  *
  * <pre>{@code
- * // Bound to this client's connection, renewed by the daemon; wait up to 5 s for a holder to leave.
+ * // Bound to this client's connection, renewed by the daemon; waits up to 5 s for a holder.
  * try (Hold hold = client.hold("seat", run, List.of("E7", "E8"))
  *          .session()
  *          .onLost(h -> log.warn("lost {}: {}", h, h.lost().orElseThrow().getMessage()))
@@ -55,7 +55,10 @@ public final class HoldBuilder {
     return this;
   }
 
-  /** Legs {@code fromStop} … {@code toStop - 1} of each id ({@code null}: none); see {@link Segment}. */
+  /**
+   * Legs {@code fromStop} … {@code toStop - 1} of each id ({@code null}: none); see {@link
+   * Segment}.
+   */
   public HoldBuilder segment(Segment segment) {
     this.segment = segment;
     return this;

@@ -274,7 +274,10 @@ public final class HoldfastClient implements AutoCloseable {
    * {@linkplain HoldBuilder#waitFor waiting in line}, a TTL, a segment, call options.
    *
    * <pre>{@code
-   * try (Hold hold = client.hold("seat", run, List.of("E7")).session().waitFor(Duration.ofSeconds(5)).acquire()) {
+   * try (Hold hold = client.hold("seat", run, List.of("E7"))
+   *          .session()
+   *          .waitFor(Duration.ofSeconds(5))
+   *          .acquire()) {
    *   hold.confirm(ConfirmOptions.of(orderId, customerId));
    * }
    * }</pre>
@@ -684,7 +687,8 @@ public final class HoldfastClient implements AutoCloseable {
 
   /**
    * Takes {@code count} units of each pool of one partition, all or nothing, in a namespace of kind
-   * {@code pools} (docs/pools.md). A {@code null} or zero {@code ttl} means the namespace's default.
+   * {@code pools} (docs/pools.md). A {@code null} or zero {@code ttl} means the namespace's
+   * default.
    *
    * <p>Fails with {@link HoldfastException.HeldByAnother} when a pool has fewer units free than
    * asked (the rest is held: try again later, holds expire) and {@link

@@ -14,7 +14,8 @@ import java.util.Map;
  * so that the daemon's session events and the connection's end reach the {@link Hold} objects.
  *
  * <p>The reader thread may read an event before the caller has the answer that granted the hold;
- * such a report is kept (at most {@link #EARLY_MAX}, oldest dropped first) until the hold registers.
+ * such a report is kept (at most {@link #EARLY_MAX}, oldest dropped first) until the hold
+ * registers.
  * A hold that registers after the connection ended is lost at once. Thread-safe.
  */
 final class SessionHolds {

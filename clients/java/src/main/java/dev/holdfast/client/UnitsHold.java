@@ -181,7 +181,8 @@ public final class UnitsHold implements AutoCloseable {
   /** Describes the hold without its token. */
   @Override
   public String toString() {
-    StringBuilder b = new StringBuilder("UnitsHold{").append(namespace).append('/').append(partition);
+    StringBuilder b =
+        new StringBuilder("UnitsHold{").append(namespace).append('/').append(partition);
     String sep = " ";
     for (Units u : units) {
       b.append(sep).append(u.pool()).append('=').append(u.count());

@@ -111,12 +111,15 @@ class PoolsLiveTest {
       assertEquals(1, mine.size());
       PoolStatus s = mine.get(0);
       assertEquals("adult", s.pool());
-      assertEquals(List.of(5L, 0L, 4L, 1L, 4), List.of(s.capacity(), s.sold(), s.held(), s.free(), s.owned()));
+      assertEquals(
+          List.of(5L, 0L, 4L, 1L, 4),
+          List.of(s.capacity(), s.sold(), s.held(), s.free(), s.owned()));
       assertTrue(s.ttl().compareTo(Duration.ZERO) > 0 && s.ttl().compareTo(TTL) <= 0, s.toString());
 
       // 2 adults asked, 1 free: nothing is taken, not even the child.
       HoldfastException.HeldByAnother busy =
-          assertThrows(HoldfastException.HeldByAnother.class, () -> b.holdUnits(GA, show, family, TTL));
+          assertThrows(
+              HoldfastException.HeldByAnother.class, () -> b.holdUnits(GA, show, family, TTL));
       assertEquals("adult", busy.getResourceId());
       assertEquals(0, pool(b, "child").held());
       assertEquals(0, pool(b, "adult").owned(), "owned needs the token");
@@ -132,7 +135,8 @@ class PoolsLiveTest {
     assertEquals(0, pool(b, "child").held());
 
     // A hold that fits, extended and released; its units come back.
-    UnitsHold last = b.holdUnits(GA, show, List.of(Units.of("adult", 1), Units.of("child", 2)), TTL);
+    UnitsHold last =
+        b.holdUnits(GA, show, List.of(Units.of("adult", 1), Units.of("child", 2)), TTL);
     assertEquals(Duration.ofMinutes(1), last.extend(Duration.ofMinutes(1)));
     assertTrue(last.status().get(1).ttl().compareTo(TTL) > 0);
     assertEquals(3, last.release());

@@ -55,7 +55,8 @@ class PoolsTest {
       requests.add(req);
       try {
         Response r = goldenResponse(answers.get(req.getMethodCase()));
-        p.send(c, r.toBuilder().setId(req.getId()).setCorrelationId(req.getCorrelationId()).build());
+        p.send(
+            c, r.toBuilder().setId(req.getId()).setCorrelationId(req.getCorrelationId()).build());
       } catch (Exception e) {
         throw new IllegalStateException(e);
       }
@@ -95,7 +96,8 @@ class PoolsTest {
       assertEquals(goldenRequest("pool_status_request").getStatus(), g.requests.take().getStatus());
       assertEquals(
           new PoolStatus("adult", 5000, 4990, 7, 3, 2, Duration.ofMillis(118250)), st.get(0));
-      assertEquals(new PoolStatus("child", 500, 500, 1, 0, 1, Duration.ofMillis(118250)), st.get(1));
+      assertEquals(
+          new PoolStatus("child", 500, 500, 1, 0, 1, Duration.ofMillis(118250)), st.get(1));
 
       UnitsConfirmation conf =
           h.confirm(
@@ -103,7 +105,8 @@ class PoolsTest {
                   "order-4712:confirm",
                   "order-4712",
                   "{\"tickets\":3}".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
-      assertEquals(goldenRequest("pool_confirm_request").getConfirm(), g.requests.take().getConfirm());
+      assertEquals(
+          goldenRequest("pool_confirm_request").getConfirm(), g.requests.take().getConfirm());
       assertEquals(1764412345678908L, conf.fence());
       assertEquals(FAMILY, conf.units());
       assertEquals(Instant.ofEpochMilli(1764412399456L), conf.confirmedAt());
@@ -131,7 +134,8 @@ class PoolsTest {
       g.answers.put(Request.MethodCase.HOLD, "pool_hold_response_held_by_another");
       HoldfastException.HeldByAnother busy =
           assertThrows(
-              HoldfastException.HeldByAnother.class, () -> client.holdUnits(NS, SHOW, FAMILY, null));
+              HoldfastException.HeldByAnother.class,
+              () -> client.holdUnits(NS, SHOW, FAMILY, null));
       assertEquals("adult", busy.getResourceId());
       assertFalse(busy.isRetryable());
 
@@ -174,7 +178,8 @@ class PoolsTest {
 
       PoolCapacity set = client.setCapacity(NS, SHOW, "adult", 5000);
       assertEquals(
-          goldenRequest("set_capacity_request").getSetCapacity(), g.requests.take().getSetCapacity());
+          goldenRequest("set_capacity_request").getSetCapacity(),
+          g.requests.take().getSetCapacity());
       assertEquals(new PoolCapacity("adult", 5000, 4990, false), set);
 
       client.setDefaultCapacity("coupon", "batch-7", 1);
@@ -184,7 +189,8 @@ class PoolsTest {
 
       PoolCapacities caps = client.getCapacity(NS, SHOW, List.of("adult", "user-17"));
       assertEquals(
-          goldenRequest("get_capacity_request").getGetCapacity(), g.requests.take().getGetCapacity());
+          goldenRequest("get_capacity_request").getGetCapacity(),
+          g.requests.take().getGetCapacity());
       assertEquals(1, caps.defaultCapacity());
       assertEquals(
           List.of(

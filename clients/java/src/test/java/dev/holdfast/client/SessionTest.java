@@ -123,7 +123,8 @@ class SessionTest {
       }
       assertTrue(d.requests.take().hasRelease(), "leaving the scope releases a session hold");
 
-      Hold plain = client.hold("seat", "run-1", List.of("E9")).ttl(Duration.ofSeconds(30)).acquire();
+      Hold plain =
+          client.hold("seat", "run-1", List.of("E9")).ttl(Duration.ofSeconds(30)).acquire();
       Request req = d.requests.take();
       assertFalse(req.getHold().getSession());
       assertEquals(30000, req.getHold().getTtlMs());
@@ -157,8 +158,10 @@ class SessionTest {
     BlockingQueue<Hold> reported = new ArrayBlockingQueue<>(4);
     try (ScriptedPeer peer = new ScriptedPeer(d);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      Hold a = client.hold("seat", "run-1", List.of("E7")).session().onLost(reported::add).acquire();
-      Hold b = client.hold("seat", "run-1", List.of("E8")).session().onLost(reported::add).acquire();
+      Hold a =
+          client.hold("seat", "run-1", List.of("E7")).session().onLost(reported::add).acquire();
+      Hold b =
+          client.hold("seat", "run-1", List.of("E8")).session().onLost(reported::add).acquire();
       Hold other = client.hold("seat", "run-2", List.of("E7")).session().acquire();
       assertEquals(3, client.sessionHoldCount());
 
@@ -228,7 +231,8 @@ class SessionTest {
     AtomicReference<Hold> reported = new AtomicReference<>();
     try (ScriptedPeer peer = new ScriptedPeer(d);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      Hold s = client.hold("seat", "run-1", List.of("E7")).session().onLost(reported::set).acquire();
+      Hold s =
+          client.hold("seat", "run-1", List.of("E7")).session().onLost(reported::set).acquire();
       Hold plain = client.hold("seat", "run-1", List.of("E8")).acquire();
       peer.dropConnections(); // the daemon went away
       eventually(() -> s.lost().isPresent(), "session hold lost");
@@ -318,7 +322,8 @@ class SessionTest {
           java.nio.file.Files.readAllBytes(
               RepoRoot.get().resolve("protos/testdata/waiting_hold_request.bin"));
       Request golden =
-          Request.parseFrom(java.util.Arrays.copyOfRange(frame, Framing.HEADER_BYTES, frame.length));
+          Request.parseFrom(
+              java.util.Arrays.copyOfRange(frame, Framing.HEADER_BYTES, frame.length));
       assertEquals(golden.getHold(), sent.getHold());
       assertEquals(golden.getCorrelationId(), sent.getCorrelationId());
     }
