@@ -22,6 +22,7 @@
 #include "pools.h"
 #include "log.h"
 #include "metrics.h"
+#include "wait_line.h"
 #include "pg_pool.h"
 #include "redis_front.h"
 #include "validate.h"
@@ -79,6 +80,8 @@ static void on_mark_reply(void *privdata, enum hf_redis_status status, redisRepl
     struct hf_request *req = cc->req;
     if (status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER) {
         long long n = r->integer;
+        /* Sold: every waiter in line for them answers CONFIRMED now. */
+        if (n > 0) hf_wait_wake(req->d, cc->t, true);
         if (n == (long long)cc->t->n_ids) {
             req->after_result = cc->t->ns->confirmed_marker_ttl_ms ? "marked" : "released";
         } else {

@@ -13,6 +13,7 @@
 #include "policy.h"
 #include "redis_front.h"
 #include "session.h"
+#include "wait_line.h"
 
 
 /* The op's context. */
@@ -29,12 +30,15 @@ struct hold_call {
     const char *why_withdrawn; /* answer to give once the grant is withdrawn */
     bool session;              /* bound to the connection (docs/sessions.md) */
     uint64_t sent_at;          /* loop time the hold script was sent */
+    char ttl_s[24];
+    struct hf_wait *wait;      /* wait_ms: waiting in line (wait_line.c) */
 };
 
 static void finish(struct hold_call *hc) { hf_request_op_done(hc->req); }
 
 static void free_hold_call(void *ctx) {
     struct hold_call *hc = ctx;
+    hf_wait_free(hc->wait);
     hf_target_clear(&hc->target);
 }
 
@@ -226,6 +230,11 @@ static bool admitted_by_policy(struct hf_request *req, const struct hf_target *t
 void hf_op_hold(struct hf_request *req) {
     Holdfast__V1__HoldRequest *m = req->msg->hold;
     if (hf_pool_request(req, m->namespace_, m->n_units)) {
+        if (m->wait_ms) {
+            hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "wait_ms", NULL,
+                            "holds of units take no wait_ms (docs/waiting.md)");
+            return;
+        }
         hf_pool_hold(req);
         return;
     }
@@ -259,7 +268,7 @@ void hf_op_hold(struct hf_request *req) {
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "getrandom failed");
         return;
     }
-    char ttl_s[24];
+    char *ttl_s = hc->ttl_s;
     size_t ttl_len = hf_u64_dec(ttl_s, ttl);
     const char *args[] = {hc->random, ttl_s};
     size_t lens[] = {HF_TOKEN_RANDOM_CHARS, ttl_len};
@@ -267,10 +276,12 @@ void hf_op_hold(struct hf_request *req) {
     hc->sent_at = uv_now(req->d->loop);
     /* hc->conn is set to the connection that ran the script (in a cluster,
      * possibly another node's after a redirection) before on_hold_reply. */
-    if (hf_front_call(req->d->redis, &hc->conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
-                        t->keys->lens, 2, args, lens,
-                        req->cfg->redis_command_timeout_ms,
-                        on_hold_reply, hc) != 0) {
+    int rc = m->wait_ms ? hf_wait_start(req, t, hc->random, ttl_s, m->wait_ms, &hc->conn,
+                                        on_hold_reply, hc, &hc->wait)
+                        : hf_front_call(req->d->redis, &hc->conn, HF_FN_HOLD, t->keys->count,
+                                        t->keys->keys, t->keys->lens, 2, args, lens,
+                                        req->cfg->redis_command_timeout_ms, on_hold_reply, hc);
+    if (rc != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "hold");
         hf_request_op_done(req);
     }
