@@ -6,7 +6,9 @@
 #   2. Hold through holdfastd vs the same Redis function called directly
 #      (hiredis, same connections and pipeline depth).
 #   3. A pool hold (1 unit of one pool) vs a seat hold, both through holdfastd.
-#   4. redis-benchmark SET with the same shape, for scale.
+#   4. Waiting in line: release -> the waiter's grant (p50/p99) vs a plain
+#      Hold's round trip, one round at a time on the same connections.
+#   5. redis-benchmark SET with the same shape, for scale.
 # Usage: bench/run.sh [holds] (default 200000; confirms are a tenth of it).
 # Numbers depend on the machine; only the ratios travel.
 set -euo pipefail
@@ -38,5 +40,8 @@ echo "== holds through holdfastd vs direct hiredis FCALL"
 build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" --holds "$holds"
 echo "== pool holds (units of one pool) vs seat holds, both through holdfastd"
 build/bench/bench_hold --socket "$dir/holdfast.sock" --pools --holds "$holds"
+echo "== waiting in line: release -> waiter's grant vs a plain hold round trip"
+build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" --wakeup \
+  --holds "$((holds / 100 > 500 ? holds / 100 : 500))"
 echo "== redis-benchmark SET, same connections and pipeline depth"
 redis-benchmark -s "$dir/redis.sock" -t set -n "$holds" -c 4 -P 32 --csv | tail -1

@@ -488,15 +488,16 @@ local function keep_key(key, ms)
   if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
 end
 
--- Take the ticket out of its lines; each line it headed wakes its new head.
-local function line_leave(waiters, lines, ticket, now)
+-- Take the ticket out of its lines; with `wake`, each line it headed wakes
+-- its new head (not after a grant: the next waits for the new holder).
+local function line_leave(waiters, lines, ticket, now, wake)
   redis.call('HDEL', waiters, ticket)
   local woken = {}
   for i = 1, #lines do
     local rank = redis.call('ZRANK', lines[i], ticket)
     if rank then
       redis.call('ZREM', lines[i], ticket)
-      if rank == 0 then
+      if rank == 0 and wake then
         local head = line_head(lines[i], waiters, now, '')
         if head and not woken[head] then
           woken[head] = true
@@ -526,7 +527,7 @@ local function hold_wait(keys, args)
   for i = 1, n do
     local value = redis.call('GET', keys[2 + i])
     if value and is_confirmed(value) then
-      line_leave(waiters, lines, ticket, now)
+      line_leave(waiters, lines, ticket, now, false)
       return {CONFIRMED, i}
     end
   end
@@ -547,11 +548,11 @@ local function hold_wait(keys, args)
   end
   if blocked == 0 then
     local fence = hold({keys[1], unpack(keys, 3, 2 + n)}, args)[2]
-    line_leave(waiters, lines, ticket, now)
+    line_leave(waiters, lines, ticket, now, false)
     return {GRANTED, fence}
   end
   if lease <= 0 then
-    line_leave(waiters, lines, ticket, now)
+    line_leave(waiters, lines, ticket, now, true)
     return {HELD_BY_ANOTHER, blocked, pttl, first}
   end
   local alive = (tonumber(redis.call('HGET', waiters, ticket)) or 0) > now
@@ -574,7 +575,7 @@ end
 local function wait_leave(keys, args)
   local lines = {}
   for i = 2, #keys do lines[#lines + 1] = keys[i] end
-  line_leave(keys[1], lines, args[1], pool_now())
+  line_leave(keys[1], lines, args[1], pool_now(), true)
   return 1
 end
 

@@ -47,6 +47,8 @@ static void on_undo_reply(void *privdata, enum hf_redis_status status, redisRepl
     if (status != HF_REDIS_OK || r->type == REDIS_REPLY_ERROR)
         log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
                  hc->req->correlation_id, hc->ttl);
+    else
+        hf_wait_wake(hc->req->d, hc->t, false); /* whoever waits in line tries now */
     /* Answered only now, so a retry never meets its own withdrawn grant. */
     if (hc->why_withdrawn)
         hf_request_fail(hc->req, HF_CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);

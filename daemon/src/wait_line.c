@@ -161,6 +161,7 @@ static void leave_lines(struct hf_wait *w) {
     const char *args[] = {w->ticket};
     size_t arg_lens[] = {HF_TOKEN_RANDOM_CHARS};
     struct hf_request *req = w->req;
+    if (!w->hub) return; /* shutting down: the lease ends the ticket */
     if (hf_front_call(req->d->redis, NULL, HF_FN_WAIT_LEAVE, 1 + n, keys, lens, 1, args,
                       arg_lens, req->cfg->redis_command_timeout_ms, on_leave_reply, NULL) != 0)
         log_debug("hold cid=%s: could not leave the line; the ticket's lease ends it",
