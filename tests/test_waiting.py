@@ -5,6 +5,7 @@ restart during waits, and the holder's expiry waking the head by the
 fallback timer. Time bounds are generous: they check that nobody waits for
 the end of their wait, not how fast a wake-up is (bench/ measures that)."""
 import select
+import signal
 import time
 
 import pytest
@@ -261,3 +262,37 @@ def test_a_confirmed_seat_answers_confirmed_to_every_waiter(pgdb, make_daemon, r
         finally:
             for c in waiters:
                 c.close()
+
+
+def test_without_the_subscription_waiters_poll_and_evalsha_works_too(make_daemon, redis):
+    # A user that may neither SUBSCRIBE nor run FUNCTION: the library goes
+    # by EVALSHA, and waiters on another daemon are found by their polls.
+    redis.cmd("ACL", "SETUSER", "app", "on", ">secret", "~*", "&*", "+@all", "-function",
+              "-subscribe")
+    d0 = make_daemon(redis_extra='username = "app", password = "secret"')
+    d1 = make_daemon(redis_extra='username = "app", password = "secret"')
+    d1.wait_log("wake-up subscription down")
+    with Client(d0.socket) as admin, Client(d1.socket) as w:
+        assert admin.health().health.script_path == "evalsha"
+        assert parse_metrics(w.metrics())["holdfast_wait_subscribed"] == 0
+        holder = held(admin, ["P"])
+        send_wait(w, ["P"], wait_ms=20000, timeout_ms=20000)
+        queued(redis, "P", 1)
+        assert code_name(admin.release(NS, PART, ["P"], holder).code) == "OK"
+        r = w.recv()
+        assert code_name(r.code) == "OK", r.message
+        assert parse_metrics(w.metrics())["holdfast_wait_wakeups_total"] == 0
+
+
+def test_a_draining_daemon_answers_its_waiters_at_once(make_daemon, redis):
+    d = make_daemon()
+    with Client(d.socket) as admin, Client(d.socket) as w:
+        held(admin, ["D"])
+        send_wait(w, ["D"], wait_ms=60000, timeout_ms=60000)
+        queued(redis, "D", 1)
+        started = time.monotonic()
+        d.signal(signal.SIGTERM)
+        r = w.recv()
+        assert code_name(r.code) == "UNAVAILABLE", r.message
+        assert time.monotonic() - started < 2.5  # before the 3 s drain timeout
+        queued(redis, "D", 0)

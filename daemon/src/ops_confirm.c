@@ -80,8 +80,9 @@ static void on_mark_reply(void *privdata, enum hf_redis_status status, redisRepl
     struct hf_request *req = cc->req;
     if (status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER) {
         long long n = r->integer;
-        /* Sold: every waiter in line for them answers CONFIRMED now. */
-        if (n > 0) hf_wait_wake(req->d, cc->t, true);
+        /* Sold: every waiter in line for them answers CONFIRMED now (with
+         * no marker they are simply free: the head tries). */
+        if (n > 0) hf_wait_wake(req->d, cc->t, cc->t->ns->confirmed_marker_ttl_ms > 0);
         if (n == (long long)cc->t->n_ids) {
             req->after_result = cc->t->ns->confirmed_marker_ttl_ms ? "marked" : "released";
         } else {
