@@ -16,7 +16,8 @@
 #include "token.h"
 
 #define WAIT_CHANNEL "holdfast:wake" /* as in scripts/holdfast.lua */
-#define RECONNECT_MS 1000
+#define RECONNECT_MS 1000      /* doubled per failure in a row ... */
+#define RECONNECT_MAX_MS 30000 /* ... up to this */
 #define FENCE_SUFFIX "#fence"
 #define WAITERS_SUFFIX "#waiters"
 #define LINE_PREFIX "#line:"
@@ -33,6 +34,7 @@ struct hf_wait_hub {
     bool subscribed;
     bool closing;
     bool down_logged;
+    unsigned failures;         /* reconnects in a row without a subscription */
     struct hf_wait *waiters;   /* every waiter whose wait has not ended */
 };
 
@@ -413,6 +415,7 @@ static void set_subscribed(struct hf_wait_hub *h, bool on) {
     if (on) {
         log_info("waiting in line: wake-ups subscribed on %s", h->host ? h->host : h->path);
         h->down_logged = false;
+        h->failures = 0;
     }
 }
 
@@ -426,7 +429,9 @@ static void schedule_reconnect(struct hf_wait_hub *h, const char *why) {
                  why, HF_WAIT_POLL_MS);
         h->down_logged = true;
     }
-    uv_timer_start(&h->retry, on_retry, RECONNECT_MS, 0);
+    uint64_t ms = (uint64_t)RECONNECT_MS << (h->failures < 5 ? h->failures : 5);
+    h->failures++;
+    uv_timer_start(&h->retry, on_retry, ms < RECONNECT_MAX_MS ? ms : RECONNECT_MAX_MS, 0);
 }
 
 static void on_message(redisAsyncContext *ac, void *reply, void *privdata) {
