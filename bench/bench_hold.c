@@ -338,8 +338,10 @@ static int run_wakeup(const struct cfg *c) {
         if (failed) break;
     }
     if (!failed) {
-        double r50 = percentile(rtt, rounds, 0.5) * 1e6, r99 = percentile(rtt, rounds, 0.99) * 1e6;
-        double w50 = percentile(wake, rounds, 0.5) * 1e6, w99 = percentile(wake, rounds, 0.99) * 1e6;
+        double r50 = percentile(rtt, rounds, 0.5) * 1e6;
+        double r99 = percentile(rtt, rounds, 0.99) * 1e6;
+        double w50 = percentile(wake, rounds, 0.5) * 1e6;
+        double w99 = percentile(wake, rounds, 0.99) * 1e6;
         printf("plain hold round trip:      p50 %.0f us  p99 %.0f us  (%ld rounds)\n", r50, r99,
                rounds);
         printf("release -> waiter's grant:  p50 %.0f us  p99 %.0f us\n", w50, w99);
