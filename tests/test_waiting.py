@@ -296,3 +296,15 @@ def test_a_draining_daemon_answers_its_waiters_at_once(make_daemon, redis):
         assert code_name(r.code) == "UNAVAILABLE", r.message
         assert time.monotonic() - started < 2.5  # before the 3 s drain timeout
         queued(redis, "D", 0)
+
+
+def test_a_wait_with_redis_down_answers_unavailable_never_a_grant(daemon, redis):
+    with Client(daemon.socket) as c:
+        redis.stop()
+        send_wait(c, ["U"], wait_ms=800, timeout_ms=1500)
+        r = c.recv()
+        assert code_name(r.code) == "UNAVAILABLE", r.message
+    redis.start()
+    daemon.wait_ready()
+    with Client(daemon.socket) as c:
+        held(c, ["U"])  # nothing was left behind

@@ -232,6 +232,7 @@ static void on_try_reply(void *privdata, enum hf_redis_status status, redisReply
     bool ok = status == HF_REDIS_OK && hf_reply_code(r, &code);
     w->in_flight = false;
     if (!ok && !w->tried) {
+        leave_lines(w); /* in case the call ran and only its reply was lost */
         hand_over(w, status, r); /* answered as a hold without a wait */
         return;
     }
