@@ -13,6 +13,10 @@
  *     against a plain seat hold, both through holdfastd: what taking units
  *     costs next to taking an id. The pool's capacity is set first
  *     (SetCapacity); every hold is granted.
+ *   bench_hold --socket S --segment LEGS [--connections 4] [--depth 32] [--holds 200000]
+ *     A journey-segment hold (one seat of namespace "train" on LEGS legs,
+ *     stops 0..LEGS, all or nothing) against a plain seat hold, both through
+ *     holdfastd: what holding a seat per leg costs next to holding it whole.
  *
  *   bench_hold --socket S --redis R --wakeup [--holds 2000]
  *     Waiting in line (docs/waiting.md): one connection holds an id, a
@@ -43,6 +47,7 @@ struct cfg {
     long holds;
     int confirm;
     int pools;
+    int legs; /* --segment */
     int wakeup;
     char partition[64];
 };
@@ -51,6 +56,7 @@ struct worker {
     const struct cfg *cfg;
     int index;
     int pools; /* holdfast_worker: hold units of a pool instead of an id */
+    int legs;  /* holdfast_worker: hold the id on this many legs (0: whole) */
     long done, failed;
     pthread_t thread;
 };
@@ -100,6 +106,7 @@ static void *holdfast_worker(void *arg) {
             Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
             Holdfast__V1__PoolTake take = HOLDFAST__V1__POOL_TAKE__INIT;
             Holdfast__V1__PoolTake *units[1] = {&take};
+            Holdfast__V1__Segment segment = HOLDFAST__V1__SEGMENT__INIT;
             hold.namespace_ = "seat";
             hold.partition = (char *)c->partition;
             hold.ids = ids;
@@ -114,6 +121,12 @@ static void *holdfast_worker(void *arg) {
                 hold.n_ids = 0;
                 hold.units = units;
                 hold.n_units = 1;
+            }
+            if (w->legs) {
+                segment.from_stop = 0;
+                segment.to_stop = (uint32_t)w->legs;
+                hold.namespace_ = "train";
+                hold.segment = &segment;
             }
             req.id = (uint64_t)sent + 1;
             req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD;
@@ -380,21 +393,22 @@ static int set_capacity(const struct cfg *c) {
     return ok ? 0 : -1;
 }
 
-static double run_workers(const struct cfg *c, void *(*fn)(void *), int pools, long *done,
-                          long *failed);
+static double run_workers(const struct cfg *c, void *(*fn)(void *), int pools, int legs,
+                          long *done, long *failed);
 
 static double run(const struct cfg *c, void *(*fn)(void *), long *done, long *failed) {
-    return run_workers(c, fn, 0, done, failed);
+    return run_workers(c, fn, 0, 0, done, failed);
 }
 
-static double run_workers(const struct cfg *c, void *(*fn)(void *), int pools, long *done,
-                          long *failed) {
+static double run_workers(const struct cfg *c, void *(*fn)(void *), int pools, int legs,
+                          long *done, long *failed) {
     struct worker *ws = calloc((size_t)c->connections, sizeof *ws);
     double t0 = now_s();
     for (int i = 0; i < c->connections; i++) {
         ws[i].cfg = c;
         ws[i].index = i;
         ws[i].pools = pools;
+        ws[i].legs = legs;
         pthread_create(&ws[i].thread, NULL, fn, &ws[i]);
     }
     *done = *failed = 0;
@@ -414,7 +428,8 @@ int main(int argc, char **argv) {
         {"socket", required_argument, NULL, 's'}, {"redis", required_argument, NULL, 'r'},
         {"connections", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'd'},
         {"holds", required_argument, NULL, 'n'}, {"confirm", no_argument, NULL, 'C'},
-        {"pools", no_argument, NULL, 'P'}, {"wakeup", no_argument, NULL, 'W'},
+        {"pools", no_argument, NULL, 'P'}, {"segment", required_argument, NULL, 'S'},
+        {"wakeup", no_argument, NULL, 'W'},
         {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -426,6 +441,7 @@ int main(int argc, char **argv) {
         case 'n': c.holds = atol(optarg); break;
         case 'C': c.confirm = 1; break;
         case 'P': c.pools = 1; break;
+        case 'S': c.legs = atoi(optarg); break;
         case 'W': c.wakeup = 1; break;
         default: return 2;
         }
@@ -444,12 +460,12 @@ int main(int argc, char **argv) {
     }
     if (c.socket_path && c.pools) {
         if (set_capacity(&c) != 0) return 1;
-        double seat = run_workers(&c, holdfast_worker, 0, &done, &failed);
+        double seat = run_workers(&c, holdfast_worker, 0, 0, &done, &failed);
         double seat_rate = (double)done / seat;
         long seat_failed = failed;
         printf("seat holds through holdfastd: %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",
                done, seat, seat_rate, failed);
-        double pool = run_workers(&c, holdfast_worker, 1, &done, &failed);
+        double pool = run_workers(&c, holdfast_worker, 1, 0, &done, &failed);
         double pool_rate = (double)done / pool;
         printf("pool holds through holdfastd: %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",
                done, pool, pool_rate, failed);
@@ -457,8 +473,23 @@ int main(int argc, char **argv) {
                pool_rate / seat_rate, c.connections, c.depth);
         return failed || seat_failed ? 1 : 0;
     }
+    if (c.socket_path && c.legs > 0) {
+        double seat = run_workers(&c, holdfast_worker, 0, 0, &done, &failed);
+        double seat_rate = (double)done / seat;
+        long seat_failed = failed;
+        printf("seat holds through holdfastd:    %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",
+               done, seat, seat_rate, failed);
+        double seg = run_workers(&c, holdfast_worker, 0, c.legs, &done, &failed);
+        double seg_rate = (double)done / seg;
+        printf("segment holds through holdfastd: %ld holds in %.3f s = %.0f holds/s (%ld refused)\n",
+               done, seg, seg_rate, failed);
+        printf("ratio segment hold/seat hold = %.2f (connections=%d depth=%d, %d legs)\n",
+               seg_rate / seat_rate, c.connections, c.depth, c.legs);
+        return failed || seat_failed ? 1 : 0;
+    }
     if (!c.socket_path || !c.redis_path) {
-        fprintf(stderr, "usage: bench_hold --socket S (--redis R [--wakeup] | --confirm | --pools)"
+        fprintf(stderr, "usage: bench_hold --socket S (--redis R [--wakeup] | --confirm | --pools"
+                        " | --segment LEGS)"
                         " [--connections N] [--depth D] [--holds H]\n");
         return 2;
     }

@@ -6,9 +6,11 @@
 #   2. Hold through holdfastd vs the same Redis function called directly
 #      (hiredis, same connections and pipeline depth).
 #   3. A pool hold (1 unit of one pool) vs a seat hold, both through holdfastd.
-#   4. Waiting in line: release -> the waiter's grant (p50/p99) vs a plain
+#   4. A segment hold (one seat on 1 and on 4 legs) vs a seat hold, both
+#      through holdfastd.
+#   5. Waiting in line: release -> the waiter's grant (p50/p99) vs a plain
 #      Hold's round trip, one round at a time on the same connections.
-#   5. redis-benchmark SET with the same shape, for scale.
+#   6. redis-benchmark SET with the same shape, for scale.
 # Usage: bench/run.sh [holds] (default 200000; confirms are a tenth of it).
 # Numbers depend on the machine; only the ratios travel.
 set -euo pipefail
@@ -40,6 +42,9 @@ echo "== holds through holdfastd vs direct hiredis FCALL"
 build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" --holds "$holds"
 echo "== pool holds (units of one pool) vs seat holds, both through holdfastd"
 build/bench/bench_hold --socket "$dir/holdfast.sock" --pools --holds "$holds"
+echo "== segment holds (one seat on 1 leg, then on 4 legs) vs seat holds, both through holdfastd"
+build/bench/bench_hold --socket "$dir/holdfast.sock" --segment 1 --holds "$holds"
+build/bench/bench_hold --socket "$dir/holdfast.sock" --segment 4 --holds "$holds"
 echo "== waiting in line: release -> waiter's grant vs a plain hold round trip"
 build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" --wakeup \
   --holds "$((holds / 100 > 500 ? holds / 100 : 500))"

@@ -476,3 +476,48 @@ def test_probes_logged_at_debug(make_daemon):
     assert re.search(r" debug req cid=\S+ op=health ", text)
     assert " debug http path=/metrics method=GET status=200" in text
     assert re.search(r" info  req cid=\S+ op=hold ", text)
+
+
+def test_request_lines_can_be_limited_to_errors_or_sampled(make_daemon):
+    """log.requests and log.requests_sample: the access-log switches. Errors
+    are always logged; OK answers every time, 1 in N, or never."""
+    d = make_daemon()
+    cfg = open(d.config).read()
+
+    def reload(setting):
+        before = d.log_text().count("configuration reloaded")
+        d.write_config(text=cfg.replace('log = { level = "info" }',
+                                        'log = { level = "info", %s }' % setting))
+        d.signal(signal.SIGHUP)
+        wait_for(lambda: d.log_text().count("configuration reloaded") > before,
+                 what="the reload")
+
+    def lines(part):
+        return len(re.findall(r" req cid=\S+ op=hold ns=seat partition=%s " % part,
+                              d.log_text()))
+
+    reload('requests = "errors"')
+    with Client(d.socket) as c:
+        assert code_name(c.hold("seat", "err", ["A"], ttl_ms=60000).code) == "OK"
+        assert code_name(c.hold("seat", "err", ["A"], ttl_ms=60000).code) == "HELD_BY_ANOTHER"
+    d.wait_log("partition=err ids=A result=HELD_BY_ANOTHER")
+    assert lines("err") == 1
+
+    reload("requests_sample = 3")
+    with Client(d.socket) as c:
+        for i in range(9):
+            assert code_name(c.hold("seat", "smp", ["S%d" % i], ttl_ms=60000).code) == "OK"
+        assert code_name(c.hold("seat", "smp", ["S0"], ttl_ms=60000).code) == "HELD_BY_ANOTHER"
+    d.wait_log("partition=smp ids=S0 result=HELD_BY_ANOTHER")
+    assert lines("smp") == 3 + 1
+
+    reload('requests = "off"')
+    with Client(d.socket) as c:
+        assert code_name(c.hold("seat", "off", ["A"], ttl_ms=60000).code) == "OK"
+        assert code_name(c.hold("seat", "off", ["A"], ttl_ms=60000).code) == "HELD_BY_ANOTHER"
+    # Lines are written in order: once a later one is there, none is missing.
+    reload('requests = "all"')
+    with Client(d.socket) as c:
+        c.hold("seat", "marker", ["M"], ttl_ms=60000)
+    d.wait_log("partition=marker ids=M result=OK")
+    assert lines("off") == 0

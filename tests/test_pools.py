@@ -190,6 +190,10 @@ def test_requests_are_validated_before_anything_happens(pgdb, pclient, redis):
     r = pclient.call(hold=pb().HoldRequest(namespace="ga", partition="v", ids=["A1"],
                                            units=takes([("adult", 1)])))
     assert code_name(r.code) == "INVALID_ARGUMENT" and r.error.field == "ids"
+    # Units are never held by a session: they take a TTL.
+    r = pclient.call(hold=pb().HoldRequest(namespace="ga", partition="v",
+                                           units=takes([("adult", 1)]), session=True))
+    assert code_name(r.code) == "INVALID_ARGUMENT" and r.error.field == "session", r
     # SetCapacity: a pool or the default, a capacity within bounds.
     for kw, field in ((dict(pool=""), "pool"), (dict(pool="a", default=True), "pool"),
                       (dict(pool="a", capacity=10**12 + 1), "capacity"),

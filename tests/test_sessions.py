@@ -383,3 +383,27 @@ def test_a_restarted_daemon_adopts_no_session_hold(make_daemon, redis):
                      timeout=ttl / 1000.0 + 2 * SLOW, interval=0.01,
                      what="the orphaned session hold to expire")
     assert time.monotonic() - stopped <= ttl / 1000.0 + 2 * SLOW
+
+
+def test_a_stopping_daemon_releases_its_session_holds(make_daemon, redis):
+    """SIGTERM: the daemon drains, closes its connections, releases their
+    session holds (owner-checked), and only then closes Redis; the seats are
+    free at once, not after their session TTL. Plain holds stay."""
+    daemon = make_daemon(namespaces=namespaces(60000))
+    c = Client(daemon.socket)
+    h = held(c, "seat", "run-1", ["E7", "E8"])
+    held(c, "seat", "run-1", ["E9"])
+    plain = c.hold("seat", "run-1", ["P1"], ttl_ms=60000).hold
+    # Another token takes E9 behind the session's back: the owner-checked
+    # release leaves it alone.
+    redis.cmd("SET", "hf:{seat:run-1}:E9", "1.bystander", "PX", "60000")
+    assert redis.cmd("GET", "hf:{seat:run-1}:E7") == h.token
+    daemon.proc.send_signal(signal.SIGTERM)
+    assert daemon.proc.wait(timeout=10 * SLOW) == 0
+    daemon.proc = None
+    daemon.log.close()
+    c.close()
+    assert redis.cmd("GET", "hf:{seat:run-1}:E7") is None
+    assert redis.cmd("GET", "hf:{seat:run-1}:E8") is None
+    assert redis.cmd("GET", "hf:{seat:run-1}:P1") == plain.token
+    assert redis.cmd("GET", "hf:{seat:run-1}:E9") == "1.bystander"

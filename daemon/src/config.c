@@ -53,6 +53,7 @@ static const char *const script_names[] = {"auto", "fcall", "evalsha", "eval", N
 static const char *const release_names[] = {"auto", "script", "delex", NULL};
 static const char *const policy_names[] = {"fail_closed", "best_effort", NULL};
 static const char *const level_names[] = {"debug", "info", "warn", "error", NULL};
+static const char *const log_requests_names[] = {"all", "errors", "off", NULL};
 static const char *const kind_names[] = {"seats", "pools", NULL};
 
 /* allow_uids/gids reload: server.c reads them from the current config on
@@ -181,6 +182,13 @@ static const struct field log_fields[] = {
      "match only within one run."},
     {"log.probes", F_BOOL, CFG(log_probes), 0, NULL, 0, 0, NULL, RELOAD,
      "Log Health and Metrics requests (probes, scrapes) at `info`; `false`: at `debug`."},
+    {"log.requests", F_ENUM, CFG(log_requests), HF_LOG_REQUESTS_ALL, NULL, 0, 0,
+     log_requests_names, RELOAD,
+     "Which answered requests get their `req` line (at `info`): `all`, `errors` (every "
+     "answer but `OK`), or `off` (`INTERNAL` answers are still logged, at `error`)."},
+    {"log.requests_sample", F_UINT, CFG(log_requests_sample), 1, NULL, 1, 1000000, NULL, RELOAD,
+     "With `log.requests = \"all\"`, log 1 in this many `OK` answers (every other answer "
+     "is logged). 1: every one."},
 };
 
 /* The HTTP listener (http.c) is created once, at start-up. */

@@ -34,6 +34,13 @@ struct hf_namespace {
 
 struct hf_lua; /* the sandbox kept alive for policy hooks (config_lua.h) */
 
+/* log.requests: which answered requests get their line. */
+enum hf_log_requests {
+    HF_LOG_REQUESTS_ALL,    /* every answer (OK ones sampled by log.requests_sample) */
+    HF_LOG_REQUESTS_ERRORS, /* answers other than OK */
+    HF_LOG_REQUESTS_OFF,    /* none (INTERNAL still logs, at error) */
+};
+
 struct hf_config {
     int refs;
     char *path;
@@ -89,6 +96,8 @@ struct hf_config {
     enum hf_log_level log_level;
     char *log_fingerprint_key;
     bool log_probes;           /* Health/Metrics request lines at info, not debug */
+    enum hf_log_requests log_requests; /* which answers get a request line */
+    uint32_t log_requests_sample;      /* 1 in N of the lines of OK answers */
 
     bool metrics_http;         /* serve /metrics, /healthz, /readyz over HTTP */
     char *metrics_http_address; /* "IPv4:port" or "[IPv6]:port" */

@@ -35,9 +35,8 @@ static void free_claim_call(void *ctx) {
     free(cc->pools);
 }
 
-struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_kind *kind,
-                                   const char *ns, const char *partition, char **ids,
-                                   size_t n_ids, const Holdfast__V1__Segment *segment) {
+/* The context both kinds of target start from. */
+static struct claim_call *claim_init(struct hf_request *req, const struct claim_kind *kind) {
     struct claim_call *cc = hf_request_context(req, sizeof *cc, free_claim_call);
     if (!cc) return NULL;
     cc->req = req;
@@ -45,7 +44,14 @@ struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_ki
     cc->kind = kind;
     cc->payload = "";
     cc->reference = "";
-    if (!hf_target_parse(req, cc->t, ns, partition, ids, n_ids, segment)) return NULL;
+    return cc;
+}
+
+struct claim_call *hf_claim_create(struct hf_request *req, const struct claim_kind *kind,
+                                   const char *ns, const char *partition, char **ids,
+                                   size_t n_ids, const Holdfast__V1__Segment *segment) {
+    struct claim_call *cc = claim_init(req, kind);
+    if (!cc || !hf_target_parse(req, cc->t, ns, partition, ids, n_ids, segment)) return NULL;
     return cc;
 }
 
@@ -81,12 +87,8 @@ static bool admitted_by_policy(struct claim_call *cc) {
 struct claim_call *hf_claim_create_pools(struct hf_request *req, const struct claim_kind *kind,
                                          const char *ns, const char *partition, size_t n_ids,
                                          Holdfast__V1__PoolTake *const *units, size_t n_units) {
-    struct claim_call *cc = hf_request_context(req, sizeof *cc, free_claim_call);
+    struct claim_call *cc = claim_init(req, kind);
     if (!cc) return NULL;
-    cc->req = req;
-    cc->kind = kind;
-    cc->payload = "";
-    cc->reference = "";
     cc->pools = calloc(1, sizeof *cc->pools);
     if (!cc->pools) {
         hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
@@ -389,4 +391,48 @@ void hf_claim_after_failed(struct claim_call *cc, const char *why) {
     req->after_result = "failed";
     log_warn("%s cid=%s: committed, but the redis update after it failed (%s); %s",
              cc->kind->word, req->correlation_id, why, cc->kind->if_update_fails);
+}
+
+/* ---- after a committed confirm ---- */
+
+static void confirm_marked_fail(struct claim_call *cc, const char *why) {
+    hf_metrics_inc(HF_C_RELEASE_AFTER_CONFIRM_FAILED);
+    hf_claim_after_failed(cc, why);
+}
+
+static void on_mark_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct claim_call *cc = privdata;
+    struct hf_request *req = cc->req;
+    if (status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER) {
+        long long n = r->integer;
+        size_t expected = cc->kind->marks_expected(cc);
+        if (n > 0 && cc->kind->after_marked) cc->kind->after_marked(cc, n);
+        if (n == (long long)expected) {
+            req->after_result = cc->kind->marked(cc);
+        } else {
+            /* Not ours any more (expired past the confirm window, or lost in
+             * a failover): PostgreSQL holds the sale all the same. */
+            req->after_result = n == 0 ? "hold_gone" : "partly_marked";
+            log_warn("confirm cid=%s: committed, but only %lld of %zu %s were still this "
+                     "token's to mark", req->correlation_id, n, expected,
+                     cc->kind->units ? "pools" : "holds");
+        }
+    } else {
+        confirm_marked_fail(cc, hf_redis_failure_text(status, r));
+    }
+    cc->kind->answer(cc);
+    hf_claim_done(cc);
+}
+
+void hf_claim_confirmed(struct claim_call *cc) {
+    if (cc->hold_ours) {
+        bool answer_first;
+        uint32_t timeout = hf_claim_after_timeout(cc, &answer_first);
+        if (answer_first) cc->kind->answer(cc);
+        const char *unsent = cc->kind->mark(cc, timeout, on_mark_reply);
+        if (!unsent) return;
+        confirm_marked_fail(cc, unsent);
+    }
+    cc->kind->answer(cc);
+    hf_claim_done(cc);
 }

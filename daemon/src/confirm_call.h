@@ -24,6 +24,18 @@ struct claim_kind {
     const char *if_update_fails;
     /* Units of pools (ops_pool_claim.c): answers name pools. */
     bool units;
+    /* Confirms (hf_claim_confirmed): the answer from cc->out, and the
+     * owner-checked Redis step after a commit, which sends one call whose
+     * integer reply counts the items it marked and returns NULL, or returns
+     * why it sent nothing. */
+    void (*answer)(struct claim_call *cc);
+    const char *(*mark)(struct claim_call *cc, uint32_t timeout, hf_redis_cb *reply);
+    /* What the mark should count, and cc->req->after_result when it does. */
+    size_t (*marks_expected)(const struct claim_call *cc);
+    const char *(*marked)(const struct claim_call *cc);
+    /* Optional: the mark changed n > 0 items (Confirm wakes their waiters,
+     * docs/waiting.md). */
+    void (*after_marked)(struct claim_call *cc, long long n);
 };
 
 /* One Confirm or Cancel: the op's context. */
@@ -78,5 +90,10 @@ void hf_claim_settle(struct claim_call *cc);
 uint32_t hf_claim_after_timeout(struct claim_call *cc, bool *answer_first);
 /* That Redis call failed: logged and counted, never an error. */
 void hf_claim_after_failed(struct claim_call *cc, const char *why);
+
+/* A confirm's on_ok: when the hold was ours, the kind's mark then the
+ * answer (the answer first when time is short); otherwise the answer. Ends
+ * with hf_claim_done. */
+void hf_claim_confirmed(struct claim_call *cc);
 
 #endif

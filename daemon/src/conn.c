@@ -1,7 +1,9 @@
 /* conn.c - a client connection's buffers, timers and lifetime. The read
  * buffer holds at most one frame plus its header; whole frames go to the
- * sink; responses go out through libuv's write queue, and reading pauses
- * while that queue is too long.
+ * sink; responses go out through libuv's write queue, gathered per loop
+ * iteration (the flusher, a prepare handle: it runs before the loop waits,
+ * whatever phase queued them), and reading pauses while that queue is too
+ * long.
  *
  * Answer bytes are counted from hf_conn_send to their write callback (which
  * also runs, cancelled, when the connection closes), per connection and over
@@ -36,7 +38,8 @@ enum conn_timer {
 struct hf_conn {
     uv_pipe_t pipe; /* first: the handle's address is the conn's */
     uv_timer_t timer;
-    int open_handles; /* freed when the pipe and the timer have closed */
+    uv_prepare_t flusher; /* writes the answers of a loop iteration at once */
+    int open_handles; /* freed when the pipe, the timer and the flusher have closed */
     struct hf_daemon *d;
     void (*on_closed)(void *owner, struct hf_conn *conn);
     void *owner;
@@ -188,7 +191,9 @@ struct hf_conn *hf_conn_create(struct hf_daemon *d,
     conn->pipe.data = conn;
     uv_timer_init(d->loop, &conn->timer);
     conn->timer.data = conn;
-    conn->open_handles = 2;
+    uv_prepare_init(d->loop, &conn->flusher);
+    conn->flusher.data = conn;
+    conn->open_handles = 3;
     return conn;
 }
 
@@ -233,7 +238,7 @@ void hf_conn_stop_reading(struct hf_conn *conn) {
     update_timer(conn, false);
 }
 
-/* Runs for the pipe and for the timer; the second one frees. The pipe's
+/* Runs for the pipe, the timer and the flusher; the last one frees. The pipe's
  * cancelled writes have called back before its close callback. */
 static void on_closed(uv_handle_t *h) {
     struct hf_conn *conn = h->data;
@@ -263,6 +268,7 @@ void hf_conn_close(struct hf_conn *conn) {
     queues.closing += conn->queued;
     conn->timer_kind = TIMER_NONE;
     uv_close((uv_handle_t *)&conn->timer, on_closed);
+    uv_close((uv_handle_t *)&conn->flusher, on_closed);
     uv_close((uv_handle_t *)&conn->pipe, on_closed);
 }
 
@@ -302,6 +308,14 @@ static void flush(struct hf_conn *conn) {
             return;
         }
     }
+}
+
+/* Before the loop waits again: every answer of this iteration in one write
+ * (one writev for up to WRITE_BATCH_FRAMES answers), not one write each. */
+static void on_flusher(uv_prepare_t *p) {
+    struct hf_conn *conn = p->data;
+    uv_prepare_stop(p);
+    flush(conn);
 }
 
 static void on_write(uv_write_t *w, int status) {
@@ -351,8 +365,7 @@ void hf_conn_send(struct hf_conn *conn, uint8_t *frame, size_t len) {
     else conn->out_head = f;
     conn->out_tail = f;
     queue_add(conn, len);
-    flush(conn);
-    if (conn->closing) return;
+    uv_prepare_start(&conn->flusher, on_flusher); /* no-op when started */
     if (conn->queued > WRITE_QUEUE_PAUSE) {
         conn->over_cap = true;
         if (conn->reading) {

@@ -32,6 +32,7 @@ struct hf_daemon {
     bool draining;                /* SIGTERM: finish what is in flight */
     unsigned in_flight;           /* kept by the request layer */
     unsigned connections;         /* kept by the server */
+    unsigned session_releases;    /* release calls of closed sessions in flight */
     void (*on_idle)(struct hf_daemon *d); /* in_flight reached 0 while draining */
 };
 

@@ -35,6 +35,8 @@ struct app {
     struct hf_http *http; /* metrics.http; NULL when off */
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
+    uv_timer_t release_timer; /* shutdown: waits for the session releases */
+    uint64_t release_until;   /* loop time the wait for them ends */
     uv_timer_t watchdog;
     uv_prepare_t log_flush; /* one write(2) of log lines per loop iteration */
     bool ready_announced;
@@ -42,6 +44,10 @@ struct app {
     bool stopping;
     int exit_code;
 };
+
+/* At most this long (and at most redis.command_timeout_ms) a shutdown waits
+ * for the release of the closed connections' session holds. */
+enum { SESSION_RELEASE_WAIT_MS = 2000 };
 
 static void usage(FILE *out) {
     fprintf(out,
@@ -124,12 +130,9 @@ static void close_walk_cb(uv_handle_t *h, void *arg) {
     if (!uv_is_closing(h)) uv_close(h, NULL);
 }
 
-static void shutdown_now(struct app *app) {
-    if (app->stopping) return;
-    app->stopping = true;
-    log_info("shutting down (%u requests still in flight)", app->d.in_flight);
-    hf_server_close(app->d.server);
-    app->d.server = NULL;
+/* The last step of a shutdown: close the backends and every handle. */
+static void close_everything(struct app *app) {
+    uv_close((uv_handle_t *)&app->release_timer, NULL);
     hf_http_close(app->http);
     app->http = NULL;
     hf_wait_hub_close(app->d.waits); /* after the server: every waiter has left */
@@ -149,6 +152,44 @@ static void shutdown_now(struct app *app) {
 static void wake_released(struct hf_daemon *d, const char *const *hold_keys,
                           const size_t *lens, size_t n) {
     hf_wait_wake_keys(d, hold_keys, lens, n, false);
+}
+
+/* Closing the connections ended their sessions, whose holds are being
+ * released (docs/sessions.md): Redis stays open until every connection is
+ * closed and those calls have answered, or the wait is over. */
+static void on_release_wait(uv_timer_t *t) {
+    struct app *app = t->data;
+    bool done = app->d.connections == 0 && app->d.session_releases == 0;
+    if (!done && uv_now(&app->loop) < app->release_until) return;
+    uv_timer_stop(t);
+    if (!done)
+        log_warn("shutdown: %u session release calls unanswered; those holds expire within "
+                 "their session TTL", app->d.session_releases);
+    close_everything(app);
+}
+
+static void shutdown_now(struct app *app) {
+    if (app->stopping) {
+        /* A second signal while session holds are released: stop now. */
+        if (uv_is_active((uv_handle_t *)&app->release_timer)) {
+            uv_timer_stop(&app->release_timer);
+            close_everything(app);
+        }
+        return;
+    }
+    app->stopping = true;
+    log_info("shutting down (%u requests still in flight)", app->d.in_flight);
+    bool had_server = app->d.server != NULL;
+    hf_server_close(app->d.server);
+    app->d.server = NULL;
+    if (!had_server || !app->d.redis) {
+        close_everything(app);
+        return;
+    }
+    uint32_t wait = app->d.cfg->redis_command_timeout_ms;
+    app->release_until = uv_now(&app->loop) + (wait < SESSION_RELEASE_WAIT_MS ? wait
+                                                                              : SESSION_RELEASE_WAIT_MS);
+    uv_timer_start(&app->release_timer, on_release_wait, 1, 1);
 }
 
 static void on_drained(uv_timer_t *t) { shutdown_now(t->data); }
@@ -260,6 +301,8 @@ static int run(const char *config_path) {
     uv_signal_start(&app->sighup, on_reload, SIGHUP);
     uv_timer_init(&app->loop, &app->drain_timer);
     app->drain_timer.data = app;
+    uv_timer_init(&app->loop, &app->release_timer);
+    app->release_timer.data = app;
     uv_prepare_init(&app->loop, &app->log_flush);
     uv_prepare_start(&app->log_flush, on_log_flush);
     uv_unref((uv_handle_t *)&app->log_flush); /* never keeps the loop alive */

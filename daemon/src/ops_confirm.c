@@ -70,42 +70,10 @@ static void answer_confirmed(struct claim_call *cc) {
     free(ptrs);
 }
 
-static void mark_failed(struct claim_call *cc, const char *why) {
-    hf_metrics_inc(HF_C_RELEASE_AFTER_CONFIRM_FAILED);
-    hf_claim_after_failed(cc, why);
-}
-
-static void on_mark_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
-    struct claim_call *cc = privdata;
-    struct hf_request *req = cc->req;
-    if (status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER) {
-        long long n = r->integer;
-        /* Sold: every waiter in line for them answers CONFIRMED now (with
-         * no marker they are simply free: the head tries). */
-        if (n > 0) hf_wait_wake(req->d, cc->t, cc->t->ns->confirmed_marker_ttl_ms > 0);
-        if (n == (long long)cc->t->n_ids) {
-            req->after_result = cc->t->ns->confirmed_marker_ttl_ms ? "marked" : "released";
-        } else {
-            /* Not ours any more (expired past the confirm window, or lost in
-             * a failover): PostgreSQL holds the claim all the same. */
-            req->after_result = n == 0 ? "hold_gone" : "partly_marked";
-            log_warn("confirm cid=%s: committed, but only %lld of %zu holds were still this "
-                     "token's to mark", req->correlation_id, n, cc->t->n_ids);
-        }
-    } else {
-        mark_failed(cc, hf_redis_failure_text(status, r));
-    }
-    answer_confirmed(cc);
-    hf_claim_done(cc);
-}
-
 /* After a commit: swap the holds for the confirmed marker (or delete them),
  * owner-checked by the token. */
-static void mark_hold(struct claim_call *cc) {
+static const char *mark_hold(struct claim_call *cc, uint32_t timeout, hf_redis_cb *reply) {
     struct hf_request *req = cc->req;
-    bool answer_first;
-    uint32_t timeout = hf_claim_after_timeout(cc, &answer_first);
-    if (answer_first) answer_confirmed(cc);
     char ttl[16];
     snprintf(ttl, sizeof ttl, "%u", cc->t->ns->confirmed_marker_ttl_ms);
     const char *args[] = {cc->token, ttl};
@@ -113,25 +81,32 @@ static void mark_hold(struct claim_call *cc) {
     struct hf_keyset *ks = cc->t->keys;
     if (!req->d->redis ||
         hf_front_call(req->d->redis, NULL, HF_FN_MARK_CONFIRMED, ks->count - 1, ks->keys + 1,
-                        ks->lens + 1, 2, args, lens, timeout, on_mark_reply, cc) != 0) {
-        mark_failed(cc, "redis not connected");
-        answer_confirmed(cc);
-        hf_claim_done(cc);
-    }
+                      ks->lens + 1, 2, args, lens, timeout, reply, cc) != 0)
+        return "redis not connected";
+    return NULL;
 }
 
-static void on_ok(struct claim_call *cc) {
-    if (cc->hold_ours) {
-        mark_hold(cc);
-        return;
-    }
-    answer_confirmed(cc);
-    hf_claim_done(cc);
+static size_t holds_to_mark(const struct claim_call *cc) { return cc->t->n_ids; }
+
+static const char *holds_marked(const struct claim_call *cc) {
+    return cc->t->ns->confirmed_marker_ttl_ms ? "marked" : "released";
+}
+
+/* Sold: every waiter in line for them answers CONFIRMED now (with no
+ * marker they are simply free: the head tries). */
+static void wake_waiters(struct claim_call *cc, long long n) {
+    (void)n;
+    hf_wait_wake(cc->req->d, cc->t, cc->t->ns->confirmed_marker_ttl_ms > 0);
 }
 
 static const struct claim_kind confirm_kind = {
     .word = "confirm",
-    .on_ok = on_ok,
+    .on_ok = hf_claim_confirmed,
+    .answer = answer_confirmed,
+    .mark = mark_hold,
+    .marks_expected = holds_to_mark,
+    .marked = holds_marked,
+    .after_marked = wake_waiters,
     .if_update_fails = "the hold expires by itself at the end of the confirm window",
 };
 

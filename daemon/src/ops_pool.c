@@ -8,10 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "hold_grant.h"
 #include "metrics.h"
 #include "ops_pool.h"
-#include "policy.h"
 #include "pools.h"
 #include "redis_front.h"
 
@@ -20,18 +19,12 @@
 /* The op's context. */
 struct pool_hold_call {
     struct hf_pool_target target;
+    struct hf_grant grant;
     struct hf_request *req;
     struct hf_pool_target *p;   /* &target */
-    struct hf_redis_conn *conn; /* the connection whose script made the grant */
     struct hf_pool_mirror mirror;
     bool loaded;                /* the mirror was loaded once already */
-    uint32_t ttl;
-    uint64_t fence;
     char ttl_s[16];
-    char random[HF_TOKEN_RANDOM_CHARS + 1];
-    char token[HF_TOKEN_MAX_LEN + 1];
-    char why_withdrawn_buf[160];
-    const char *why_withdrawn; /* answer to give once the grant is withdrawn */
 };
 
 static void free_pool_hold_call(void *ctx) {
@@ -41,104 +34,7 @@ static void free_pool_hold_call(void *ctx) {
 
 static void hold_finish(struct pool_hold_call *hc) { hf_request_op_done(hc->req); }
 
-static void on_undo_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
-    struct pool_hold_call *hc = privdata;
-    if (status != HF_REDIS_OK || r->type == REDIS_REPLY_ERROR)
-        log_warn("hold cid=%s: could not withdraw an unusable grant of units; it expires in %u ms",
-                 hc->req->correlation_id, hc->ttl);
-    if (hc->why_withdrawn)
-        hf_request_fail(hc->req, HF_CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);
-    hold_finish(hc);
-}
-
-/* Give back a grant nobody will use (deadline passed, replicas missing). */
-static void withdraw_grant(struct pool_hold_call *hc) {
-    const char *args[] = {hc->token};
-    size_t lens[] = {strlen(hc->token)};
-    size_t nkeys;
-    const size_t *keylens;
-    const char *const *keys = hf_pool_pair_keys(hc->p, &nkeys, &keylens);
-    if (hf_front_call(hc->req->d->redis, NULL, HF_FN_POOL_RELEASE, nkeys, keys, keylens, 1, args,
-                      lens, hc->req->cfg->redis_command_timeout_ms, on_undo_reply, hc) != 0) {
-        log_warn("hold cid=%s: could not withdraw an unusable grant of units; it expires in %u ms",
-                 hc->req->correlation_id, hc->ttl);
-        if (hc->why_withdrawn)
-            hf_request_fail(hc->req, HF_CODE(UNAVAILABLE), NULL, NULL, "%s", hc->why_withdrawn);
-        hold_finish(hc);
-    }
-}
-
-static void answer_granted(struct pool_hold_call *hc) {
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
-    Holdfast__V1__HoldResponse hr = HOLDFAST__V1__HOLD_RESPONSE__INIT;
-    hr.token = hc->token;
-    hr.fence = hc->fence;
-    hr.ttl_ms = hc->ttl;
-    resp.code = HF_CODE(OK);
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_HOLD;
-    resp.hold = &hr;
-    hf_request_reply(hc->req, &resp);
-}
-
-static void on_wait_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
-    struct pool_hold_call *hc = privdata;
-    struct hf_request *req = hc->req;
-    long long acks = status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    uint32_t want = hc->p->t.ns->min_replicas_ack;
-    if (acks >= (long long)want && !req->answered) {
-        answer_granted(hc);
-        hold_finish(hc);
-        return;
-    }
-    if (!req->answered) {
-        hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
-        snprintf(hc->why_withdrawn_buf, sizeof hc->why_withdrawn_buf,
-                 "only %lld of %u replicas acknowledged the hold; withdrawn", acks < 0 ? 0 : acks,
-                 want);
-        hc->why_withdrawn = hc->why_withdrawn_buf;
-    } else {
-        hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
-    }
-    withdraw_grant(hc);
-}
-
-static void granted(struct pool_hold_call *hc, const redisReply *r) {
-    struct hf_request *req = hc->req;
-    const redisReply *fence = r->elements > 1 ? r->element[1] : NULL;
-    if (!fence || fence->type != REDIS_REPLY_STRING || fence->len > 20 ||
-        snprintf(hc->token, sizeof hc->token, "%s.%s", fence->str, hc->random) >=
-            (int)sizeof hc->token ||
-        !hf_token_parse(hc->token, strlen(hc->token), &hc->fence)) {
-        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "hold script returned a bad fence");
-        hold_finish(hc);
-        return;
-    }
-    hf_request_note_token(req, hc->token, strlen(hc->token));
-    if (req->answered || hf_request_client_gone(req)) {
-        /* Nobody will ever know this token: give the units back now. */
-        hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
-        if (!req->answered) hc->why_withdrawn = "the client disconnected before the grant";
-        withdraw_grant(hc);
-        return;
-    }
-    uint32_t replicas = hc->p->t.ns->min_replicas_ack;
-    if (replicas == 0) {
-        answer_granted(hc);
-        hold_finish(hc);
-        return;
-    }
-    char n[16], ms[16];
-    snprintf(n, sizeof n, "%u", replicas);
-    snprintf(ms, sizeof ms, "%u",
-             hf_request_backend_timeout(req, hc->p->t.ns->replicas_ack_timeout_ms));
-    const char *argv[] = {"WAIT", n, ms};
-    uint32_t budget = hf_request_remaining_ms(req) + hc->p->t.ns->replicas_ack_timeout_ms;
-    if (hf_redis_conn_command(hc->conn, 3, argv, NULL, budget, on_wait_reply, hc) != 0) {
-        hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
-        hc->why_withdrawn = "redis connection lost before replicas acknowledged; withdrawn";
-        withdraw_grant(hc);
-    }
-}
+static void grant_done(struct hf_grant *g) { hf_request_op_done(g->req); }
 
 static void send_hold(struct pool_hold_call *hc);
 
@@ -155,7 +51,7 @@ static void on_hold_loaded(void *arg, bool ok, const char *why) {
     }
     /* Any connection will do (the first call's may be gone by now); the
      * one that grants is where a WAIT must follow. */
-    hc->conn = NULL;
+    hc->grant.conn = NULL;
     send_hold(hc);
 }
 
@@ -175,7 +71,7 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
         return;
     }
     if (code == HF_SC_GRANTED) {
-        granted(hc, r);
+        hf_grant_granted(&hc->grant, r); /* ends the op */
         return;
     }
     if (code == HF_SC_POOL_MISS && !hc->loaded && !req->answered) {
@@ -201,13 +97,13 @@ static void send_hold(struct pool_hold_call *hc) {
     size_t *lens = calloc(nargs, sizeof *lens);
     int rc = -1;
     if (args && lens) {
-        args[0] = hc->random;
+        args[0] = hc->grant.random;
         args[1] = hc->ttl_s;
         for (size_t i = 0; i < p->n; i++) args[2 + i] = p->count_s[i];
         for (size_t i = 0; i < nargs; i++) lens[i] = strlen(args[i]);
-        /* hc->conn is set to the connection that ran the script before
+        /* grant.conn is set to the connection that ran the script before
          * on_hold_reply (a WAIT must follow on it). */
-        rc = hf_front_call(req->d->redis, &hc->conn, HF_FN_POOL_HOLD, p->t.keys->count,
+        rc = hf_front_call(req->d->redis, &hc->grant.conn, HF_FN_POOL_HOLD, p->t.keys->count,
                            p->t.keys->keys, p->t.keys->lens, nargs, args, lens,
                            req->cfg->redis_command_timeout_ms, on_hold_reply, hc);
     }
@@ -216,34 +112,6 @@ static void send_hold(struct pool_hold_call *hc) {
     if (rc != 0) {
         hf_answer_redis_failure(req, p->t.ns, HF_REDIS_NOT_SENT, "hold");
         hold_finish(hc);
-    }
-}
-
-/* The namespace's admit hook sees the units as ids ("adult=2"). */
-static bool admitted_by_policy(struct hf_request *req, const struct hf_pool_target *p,
-                               uint32_t *ttl) {
-    struct hf_hold_facts facts = {
-        .op = "hold",
-        .partition = req->partition,
-        .ids = p->units,
-        .n_ids = p->n,
-        .ttl_ms = *ttl,
-        .correlation_id = req->correlation_id,
-        .uid = req->peer_uid,
-        .gid = req->peer_gid,
-    };
-    char why[256];
-    switch (hf_policy_admit(req->cfg, p->t.ns, &facts, ttl, why, sizeof why)) {
-    case HF_ADMIT:
-        return true;
-    case HF_DENY:
-        hf_request_fail(req, HF_CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
-        return false;
-    default:
-        hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
-        /* policy.c logs the reasons, at a bounded rate. */
-        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
-        return false;
     }
 }
 
@@ -257,14 +125,30 @@ void hf_pool_hold(struct hf_request *req) {
     if (!hf_pool_target_parse(req, p, m->namespace_, m->partition, m->n_ids, m->units,
                               m->n_units, NULL, 0, true, false))
         return;
-    if (!hf_ttl_resolve(req, p->t.ns, m->ttl_ms, &ttl)) return;
-    if (!admitted_by_policy(req, p, &ttl)) return;
-    hc->ttl = ttl;
-    snprintf(hc->ttl_s, sizeof hc->ttl_s, "%u", ttl);
-    if (hf_token_random(hc->random) != 0) {
-        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "getrandom failed");
+    if (m->session) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "session", NULL,
+                        "units of pools cannot be held by a session; give the hold a TTL "
+                        "(namespace '%s')", p->t.ns->name);
         return;
     }
+    if (!hf_ttl_resolve(req, p->t.ns, m->ttl_ms, &ttl)) return;
+    /* The namespace's admit hook sees the units as ids ("adult=2"). */
+    if (!hf_grant_admitted(req, p->t.ns, p->units, p->n, &ttl)) return;
+    snprintf(hc->ttl_s, sizeof hc->ttl_s, "%u", ttl);
+    size_t nkeys;
+    const size_t *keylens;
+    const char *const *keys = hf_pool_pair_keys(p, &nkeys, &keylens);
+    hc->grant = (struct hf_grant){
+        .req = req,
+        .ns = p->t.ns,
+        .ttl = ttl,
+        .release_fn = HF_FN_POOL_RELEASE,
+        .n_keys = nkeys,
+        .keys = keys,
+        .key_lens = keylens,
+        .done = grant_done,
+    };
+    if (!hf_grant_prepare(&hc->grant)) return;
     hf_request_op_start(req);
     send_hold(hc);
 }

@@ -98,59 +98,30 @@ static void answer_confirmed(struct claim_call *cc) {
     free(ptrs);
 }
 
-static void on_mark_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
-    struct claim_call *cc = privdata;
-    struct hf_request *req = cc->req;
-    if (status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER) {
-        long long n = r->integer;
-        if (n == (long long)cc->pools->n) {
-            req->after_result = cc->out.replayed ? "released" : "sold";
-        } else {
-            req->after_result = n == 0 ? "hold_gone" : "partly_marked";
-            log_warn("confirm cid=%s: committed, but only %lld of %zu pools still had this "
-                     "token's units", req->correlation_id, n, cc->pools->n);
-        }
-    } else {
-        hf_metrics_inc(HF_C_RELEASE_AFTER_CONFIRM_FAILED);
-        hf_claim_after_failed(cc, hf_redis_failure_text(status, r));
-    }
-    answer_confirmed(cc);
-    hf_claim_done(cc);
-}
-
 /* After a commit (or its replay): the token's units leave the holds (sold,
  * or given back when this answers an earlier sale), and the pools' state
  * from PostgreSQL goes into the mirror. */
-static void mark_sold(struct claim_call *cc) {
-    struct hf_request *req = cc->req;
-    bool answer_first;
-    uint32_t timeout = hf_claim_after_timeout(cc, &answer_first);
-    if (answer_first) answer_confirmed(cc);
+static const char *mark_sold(struct claim_call *cc, uint32_t timeout, hf_redis_cb *reply) {
     struct hf_pool_row *rows = rows_state(cc);
-    int rc = rows ? hf_pool_mirror_write(req, cc->pools, cc->token, rows, NULL, timeout,
-                                         on_mark_reply, cc)
-                  : -1;
+    if (!rows) return "out of memory";
+    int rc = hf_pool_mirror_write(cc->req, cc->pools, cc->token, rows, NULL, timeout, reply, cc);
     free(rows);
-    if (rc != 0) {
-        hf_metrics_inc(HF_C_RELEASE_AFTER_CONFIRM_FAILED);
-        hf_claim_after_failed(cc, rows ? "redis not connected" : "out of memory");
-        answer_confirmed(cc);
-        hf_claim_done(cc);
-    }
+    return rc == 0 ? NULL : "redis not connected";
 }
 
-static void on_confirm_ok(struct claim_call *cc) {
-    if (cc->hold_ours) {
-        mark_sold(cc);
-        return;
-    }
-    answer_confirmed(cc);
-    hf_claim_done(cc);
+static size_t pools_to_mark(const struct claim_call *cc) { return cc->pools->n; }
+
+static const char *pools_marked(const struct claim_call *cc) {
+    return cc->out.replayed ? "released" : "sold";
 }
 
 static const struct claim_kind pool_confirm_kind = {
     .word = "pool_confirm",
-    .on_ok = on_confirm_ok,
+    .on_ok = hf_claim_confirmed,
+    .answer = answer_confirmed,
+    .mark = mark_sold,
+    .marks_expected = pools_to_mark,
+    .marked = pools_marked,
     .if_update_fails = "the hold's units return to the pool at the end of the confirm window "
                        "and the mirror catches up at the pool's next change",
     .units = true,

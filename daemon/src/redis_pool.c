@@ -4,7 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <hiredis/adapters/libuv.h>
+#include "redis_events.h"
 #include <hiredis/async.h>
 #include <hiredis/hiredis_ssl.h>
 #include <openssl/err.h>
@@ -626,7 +626,7 @@ static void conn_start(struct hf_redis_conn *conn) {
         return;
     }
     ac->data = conn;
-    if (redisLibuvAttach(ac, pool->loop) != REDIS_OK) {
+    if (hf_redis_events_attach(ac, pool->loop) != REDIS_OK) {
         redisAsyncFree(ac);
         schedule_reconnect(conn);
         return;

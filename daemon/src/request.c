@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "log.h"
 #include "metrics.h"
 #include "session.h"
+#include "token.h"
 
 struct hf_client {
     struct hf_daemon *d;
@@ -88,8 +88,7 @@ static void on_deadline(uv_timer_t *t) {
 static void generate_correlation_id(char out[HF_NAME_MAX + 1]) {
     unsigned char raw[8] = {0};
     static const char hex[] = "0123456789abcdef";
-    if (getrandom(raw, sizeof raw, GRND_NONBLOCK) != (ssize_t)sizeof raw)
-        memset(raw, 0, sizeof raw);
+    if (hf_random_bytes(raw, sizeof raw) != 0) memset(raw, 0, sizeof raw);
     for (size_t i = 0; i < sizeof raw; i++) {
         out[2 * i] = hex[raw[i] >> 4];
         out[2 * i + 1] = hex[raw[i] & 15];
@@ -343,12 +342,26 @@ static void put_ids(struct line *l, const struct hf_request *req) {
     }
 }
 
+/* log.requests and log.requests_sample, as access logs offer: every line,
+ * the errors only, none, or 1 in N of the OK answers. */
+static bool request_line_wanted(const struct hf_config *cfg, hf_code code) {
+    static uint32_t ok_seen;
+    switch (cfg->log_requests) {
+    case HF_LOG_REQUESTS_OFF: return false;
+    case HF_LOG_REQUESTS_ERRORS: return code != HF_CODE(OK);
+    case HF_LOG_REQUESTS_ALL: break;
+    }
+    if (code != HF_CODE(OK) || cfg->log_requests_sample <= 1) return true;
+    return ok_seen++ % cfg->log_requests_sample == 0;
+}
+
 static void log_request(const struct hf_request *req, const hf_response_msg *resp,
                         uint64_t latency_us) {
     enum hf_log_level level = resp->code == HF_CODE(INTERNAL) ? HF_LOG_ERROR : HF_LOG_INFO;
     /* Probes come every few seconds: debug unless log.probes asks for them. */
     if (level == HF_LOG_INFO && (req->op->flags & HF_OP_PROBE) && !req->cfg->log_probes)
         level = HF_LOG_DEBUG;
+    if (level == HF_LOG_INFO && !request_line_wanted(req->cfg, resp->code)) return;
     if (!hf_log_enabled(level)) return;
     struct line l = {.len = 0};
     put(&l, "req cid=");

@@ -288,6 +288,7 @@ static bool send_batch(struct hf_session *s, bool release, struct entry **e, siz
         goto out;
     sent = true;
     s->refs++;
+    if (release) s->d->session_releases++;
     for (size_t i = 0; i < n; i++) {
         e[i]->refs++;
         if (!release) e[i]->in_flight = true;
@@ -375,8 +376,12 @@ static void release_reply(struct batch *b, enum hf_redis_status status, redisRep
 
 static void on_batch_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct batch *b = privdata;
-    if (b->release) release_reply(b, status, r);
-    else renewal_reply(b, status, r);
+    if (b->release) {
+        release_reply(b, status, r);
+        b->s->d->session_releases--;
+    } else {
+        renewal_reply(b, status, r);
+    }
     for (size_t i = 0; i < b->n; i++) entry_unref(b->e[i]);
     struct hf_session *s = b->s;
     free(b);

@@ -1,4 +1,5 @@
-/* token.c - token randomness (getrandom) and keyed fingerprints (libsodium). */
+/* token.c - token randomness (getrandom, buffered) and keyed fingerprints
+ * (libsodium). */
 #include "token.h"
 
 #include <errno.h>
@@ -30,17 +31,41 @@ int hf_token_set_fingerprint_key(const char *key) {
 
 int hf_token_init(const char *key) { return hf_token_set_fingerprint_key(key); }
 
+/* Kernel randomness fetched 4 KiB at a time (256 tokens per getrandom
+ * instead of one); each byte is handed out once and wiped as it goes. */
+static unsigned char pool[4096];
+static size_t pool_left; /* the unused bytes are the last pool_left */
+
+int hf_random_bytes(void *out, size_t n) {
+    unsigned char *dst = out;
+    while (n > 0) {
+        if (pool_left == 0) {
+            size_t got = 0;
+            while (got < sizeof pool) {
+                ssize_t r = getrandom(pool + got, sizeof pool - got, 0);
+                if (r < 0) {
+                    if (errno == EINTR) continue;
+                    return -errno;
+                }
+                got += (size_t)r;
+            }
+            pool_left = sizeof pool;
+        }
+        size_t take = n < pool_left ? n : pool_left;
+        unsigned char *src = pool + sizeof pool - pool_left;
+        memcpy(dst, src, take);
+        sodium_memzero(src, take);
+        pool_left -= take;
+        dst += take;
+        n -= take;
+    }
+    return 0;
+}
+
 int hf_token_random(char out[HF_TOKEN_RANDOM_CHARS + 1]) {
     unsigned char raw[HF_TOKEN_RANDOM_BYTES];
-    size_t got = 0;
-    while (got < sizeof raw) {
-        ssize_t n = getrandom(raw + got, sizeof raw - got, 0);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return -errno;
-        }
-        got += (size_t)n;
-    }
+    int rc = hf_random_bytes(raw, sizeof raw);
+    if (rc != 0) return rc;
     sodium_bin2base64(out, HF_TOKEN_RANDOM_CHARS + 1, raw, sizeof raw,
                       sodium_base64_VARIANT_URLSAFE_NO_PADDING);
     sodium_memzero(raw, sizeof raw);

@@ -21,8 +21,10 @@ int hf_token_init(const char *key);
  * one each time). Holds are unaffected; only log correlation changes. 0 or -1
  * when libsodium cannot be initialised. */
 int hf_token_set_fingerprint_key(const char *key);
-/* A fresh random part from getrandom(). 0 or -errno. */
+/* A fresh random part (hf_random_bytes). 0 or -errno. */
 int hf_token_random(char out[HF_TOKEN_RANDOM_CHARS + 1]);
+/* n bytes from the kernel's CSPRNG (through a buffer); 0 or -errno. */
+int hf_random_bytes(void *out, size_t n);
 /* true when `token` has the shape "<digits>.<22 base64url chars>"; the fence
  * is stored in *fence when non-NULL. */
 bool hf_token_parse(const char *token, size_t len, uint64_t *fence);

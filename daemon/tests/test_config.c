@@ -249,6 +249,8 @@ static const struct {
     {"log.level", "", "log = { level = 'debug' }", false},
     {"log.fingerprint_key", "", "log = { fingerprint_key = 'k' }", false},
     {"log.probes", "", "log = { probes = true }", false},
+    {"log.requests", "", "log = { requests = 'errors' }", false},
+    {"log.requests_sample", "", "log = { requests_sample = 10 }", false},
     {"metrics.http", "", "metrics = { http = true }", true},
     {"metrics.http_address", "metrics = { http = true }",
      "metrics = { http = true, http_address = '[::1]:9464' }", true},

@@ -137,7 +137,9 @@ func Dial(ctx context.Context, socketPath string, opts ...Option) (*Client, erro
 func (c *Client) SocketPath() string { return c.path }
 
 // Close closes the connection. Calls in flight and later calls fail with
-// ErrClosed. Holds are not released: they expire with their TTL.
+// ErrClosed. Plain holds are not released: they expire with their TTL.
+// Session holds (WithSession) end with the connection: the daemon releases
+// them at once, and each reports Lost (matching ErrClosed).
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -260,10 +262,50 @@ func timeoutMs(left time.Duration) uint32 {
 	return uint32(ms)
 }
 
+// waitMargin is the most of a call's time left that a Hold's wait in line
+// leaves for the daemon to take the hold and answer, so that a wait that
+// runs out is answered (HELD_BY_ANOTHER) before the call's deadline.
+const waitMargin = 500 * time.Millisecond
+
+// waitMs is the wait_ms sent with wait asked and left of the call's time:
+// the wait, cut so that the daemon answers before the deadline (a margin of
+// waitMargin, or a fifth of what is left when that is short). At least 1 ms
+// when a wait was asked.
+func waitMs(wait, left time.Duration) uint32 {
+	if wait <= 0 {
+		return 0
+	}
+	margin := min(waitMargin, left/5)
+	if w := left - margin; wait > w {
+		wait = w
+	}
+	if wait < time.Millisecond {
+		return 1
+	}
+	if wait/time.Millisecond > math.MaxUint32 {
+		return math.MaxUint32
+	}
+	return uint32(wait / time.Millisecond)
+}
+
 // call sends req and waits for its response. It fills in id, correlation id,
 // traceparent and timeout_ms, and turns non-OK codes into *Error.
 func (c *Client) call(ctx context.Context, op string, req *pb.Request) (*pb.Response, error) {
-	ctx, cancel := c.withDeadline(ctx)
+	resp, _, err := c.callOn(ctx, op, req, 0)
+	return resp, err
+}
+
+// callOn is call that also returns the connection the answer came on (a
+// session hold belongs to it). wait > 0 is a Hold's wait in line: a context
+// without a deadline then gets the client's default timeout on top of the
+// wait, and every attempt sends wait_ms cut to fit the time left (waitMs).
+func (c *Client) callOn(ctx context.Context, op string, req *pb.Request, wait time.Duration) (*pb.Response, *conn, error) {
+	var cancel context.CancelFunc
+	if _, ok := ctx.Deadline(); !ok && wait > 0 {
+		ctx, cancel = context.WithTimeout(ctx, wait+c.defaultTimeout)
+	} else {
+		ctx, cancel = c.withDeadline(ctx)
+	}
 	defer cancel()
 	deadline, _ := ctx.Deadline()
 
@@ -276,34 +318,37 @@ func (c *Client) call(ctx context.Context, op string, req *pb.Request) (*pb.Resp
 
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
-			return nil, c.ctxError(ctx, op, corr, nil)
+			return nil, nil, c.ctxError(ctx, op, corr, nil)
 		}
 		cn, err := c.getConn(ctx, op)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, c.ctxError(ctx, op, corr, nil)
+			return nil, nil, c.ctxError(ctx, op, corr, nil)
 		}
 		req.Id = c.nextID.Add(1)
 		req.TimeoutMs = timeoutMs(left)
+		if h := req.GetHold(); h != nil && wait > 0 {
+			h.WaitMs = waitMs(wait, left)
+		}
 		frame, err := encodeFrame(req, c.maxFrame)
 		if err != nil {
-			return nil, &Error{Op: op, Code: CodeResourceExhausted, Message: err.Error(), CorrelationID: corr}
+			return nil, nil, &Error{Op: op, Code: CodeResourceExhausted, Message: err.Error(), CorrelationID: corr}
 		}
 		ch, err := cn.register(req.Id)
 		if err != nil {
 			// Died between getConn and now; nothing was sent, so dial again.
 			if errors.Is(err, ErrClosed) {
-				return nil, ErrClosed
+				return nil, nil, ErrClosed
 			}
 			continue
 		}
 		if err := cn.write(frame, deadline); err != nil {
 			cn.unregister(req.Id)
 			if errors.Is(err, ErrClosed) {
-				return nil, ErrClosed
+				return nil, nil, ErrClosed
 			}
 			// An incomplete frame is never acted on by the daemon, so one
 			// resend on a fresh connection is safe (the usual case: the
@@ -312,30 +357,32 @@ func (c *Client) call(ctx context.Context, op string, req *pb.Request) (*pb.Resp
 				continue
 			}
 			if ctx.Err() != nil {
-				return nil, c.ctxError(ctx, op, corr, err)
+				return nil, nil, c.ctxError(ctx, op, corr, err)
 			}
-			return nil, &Error{Op: op, Code: CodeUnavailable, Message: "could not send the request", CorrelationID: corr, cause: err}
+			return nil, nil, &Error{Op: op, Code: CodeUnavailable, Message: "could not send the request", CorrelationID: corr, cause: err}
 		}
 
 		select {
 		case resp := <-ch:
-			return c.result(op, resp)
+			resp, err := c.result(op, resp)
+			return resp, cn, err
 		case <-cn.done:
 			select { // an answer that beat the failure still counts
 			case resp := <-ch:
-				return c.result(op, resp)
+				resp, err := c.result(op, resp)
+				return resp, cn, err
 			default:
 			}
 			err := cn.failed()
 			if errors.Is(err, ErrClosed) {
-				return nil, ErrClosed
+				return nil, nil, ErrClosed
 			}
-			return nil, &Error{Op: op, Code: CodeUnavailable,
+			return nil, nil, &Error{Op: op, Code: CodeUnavailable,
 				Message:       "connection to holdfastd lost before the answer; the outcome is unknown",
 				CorrelationID: corr, cause: err}
 		case <-ctx.Done():
 			cn.unregister(req.Id)
-			return nil, c.ctxError(ctx, op, corr, nil)
+			return nil, nil, c.ctxError(ctx, op, corr, nil)
 		}
 	}
 }

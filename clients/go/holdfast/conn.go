@@ -25,6 +25,8 @@ type conn struct {
 	pending map[uint64]chan *pb.Response // buffered(1); the reader never blocks
 	err     error                        // why the conn died; set once, under mu
 	done    chan struct{}                // closed when err is set
+
+	sessions *sessionHolds // the session holds taken on this connection
 }
 
 func newConn(nc net.Conn, maxRead int) *conn {
@@ -33,6 +35,8 @@ func newConn(nc net.Conn, maxRead int) *conn {
 		maxRead: maxRead,
 		pending: make(map[uint64]chan *pb.Response),
 		done:    make(chan struct{}),
+
+		sessions: newSessionHolds(),
 	}
 	go cn.readLoop()
 	return cn
@@ -89,8 +93,9 @@ func (cn *conn) isDead() bool {
 	}
 }
 
-// fail records why the conn died (first reason wins), closes the socket and
-// wakes every caller waiting on it.
+// fail records why the conn died (first reason wins), closes the socket,
+// wakes every caller waiting on it and marks its session holds lost (the
+// daemon releases them when it sees the connection close).
 func (cn *conn) fail(err error) {
 	cn.mu.Lock()
 	if cn.err != nil {
@@ -102,6 +107,7 @@ func (cn *conn) fail(err error) {
 	close(cn.done)
 	cn.mu.Unlock()
 	_ = cn.nc.Close()
+	cn.sessions.connectionEnded(err)
 }
 
 func (cn *conn) readLoop() {
@@ -119,9 +125,15 @@ func (cn *conn) readLoop() {
 			cn.fail(fmt.Errorf("undecodable response from holdfastd: %w", err))
 			return
 		}
+		if isSessionEvent(resp) && resp.GetCode() == CodeOK {
+			// Unsolicited: session holds of this connection were lost.
+			cn.sessions.onEvent(resp.GetSessionEvent())
+			continue
+		}
 		if resp.GetId() == 0 {
-			// The daemon could not tie its answer to a request (it could not
-			// decode our frame); it closes the connection after this.
+			// Any other id-0 frame is fatal: the daemon could not tie its
+			// answer to a request (it could not decode our frame); it
+			// closes the connection after this.
 			cn.fail(&Error{
 				Code:          resp.GetCode(),
 				Message:       "daemon rejected the connection: " + resp.GetMessage(),

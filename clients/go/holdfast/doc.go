@@ -30,6 +30,16 @@
 // to Hold and Status (CancelOptions.Segment to Cancel); the Hold keeps its
 // Segment for Extend, Release, Confirm, Status and Close.
 //
+// WithSession makes a session hold: the daemon renews it while the
+// connection lives and releases it when the connection closes; Hold.Done,
+// Hold.Lost and WithOnLost report one that is lost (the daemon's
+// unsolicited session events, or the connection's end). WithWait(d) waits
+// in line up to d for a resource another token holds.
+//
+// A namespace of kind "pools" sells units: HoldUnits returns a PoolHold;
+// CancelUnits, PoolStatus, SetCapacity, SetDefaultCapacity and GetCapacity
+// complete it.
+//
 // A call's W3C traceparent comes from its context: WithTraceParent sets one,
 // and WithTraceParentFunc(otelhf.TraceParent) (module
 // github.com/holdfast/holdfast/clients/go/otelhf) takes the OpenTelemetry

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	pb "github.com/holdfast/holdfast/clients/go/holdfastpb"
@@ -56,10 +55,13 @@ type Hold struct {
 	// without Redis: nothing is actually held. Never set for fail_closed
 	// namespaces.
 	Degraded bool
+	// Session is true for a session hold (WithSession): the daemon renews it
+	// while the client's connection lives; Lost and Done report its loss.
+	Session bool
 
 	client *Client
 	token  secret
-	done   *atomic.Bool // released or confirmed through this Hold; behind a pointer so Hold values copy
+	st     *holdState // released/confirmed, lost; behind a pointer so Hold values copy
 }
 
 // Token returns the hold's secret ownership proof. Keep it out of logs,
@@ -72,8 +74,12 @@ func (h Hold) String() string {
 	if !h.Segment.IsZero() {
 		seg = " segment=" + h.Segment.String()
 	}
-	return fmt.Sprintf("hold %s/%s[%s]%s fence=%d ttl=%s", h.Namespace, h.Partition,
-		strings.Join(h.IDs, ","), seg, h.Fence, h.TTL)
+	sess := ""
+	if h.Session {
+		sess = " session"
+	}
+	return fmt.Sprintf("hold %s/%s[%s]%s fence=%d ttl=%s%s", h.Namespace, h.Partition,
+		strings.Join(h.IDs, ","), seg, h.Fence, h.TTL, sess)
 }
 
 // GoString keeps %#v from dumping the token.
@@ -90,6 +96,9 @@ func (h Hold) LogValue() slog.Value {
 		attrs = append(attrs, slog.String("segment", h.Segment.String()))
 	}
 	attrs = append(attrs, slog.Uint64("fence", h.Fence), slog.Duration("ttl", h.TTL))
+	if h.Session {
+		attrs = append(attrs, slog.Bool("session", true))
+	}
 	return slog.GroupValue(attrs...)
 }
 
@@ -101,19 +110,34 @@ func ttlMs(ttl time.Duration) uint32 {
 }
 
 // Hold takes an expiring hold on ids of one partition, all or nothing.
-// ttl 0 means the namespace's default TTL. WithSegment(from, to) holds legs
-// from .. to-1 of each id, in a namespace with max_legs (and only there).
+// ttl 0 means the namespace's default TTL. Options:
+//
+//   - WithSegment(from, to) holds legs from .. to-1 of each id, in a
+//     namespace with max_legs (and only there);
+//   - WithSession() binds the hold to the client's connection: the daemon
+//     renews it and releases it when the connection closes (ttl must be 0);
+//     WithOnLost(f) is told if it is lost;
+//   - WithWait(d) waits in line up to d while another token holds an id.
+//
+// For example:
+//
+//	h, err := c.Hold(ctx, "seat", "show-7", []string{"E7", "E8"}, 0,
+//		holdfast.WithSession(), holdfast.WithWait(5*time.Second))
+//	if err != nil { ... }
+//	defer h.Close()
 //
 // Errors to expect: ErrHeldByAnother (ResourceOf names the resource),
 // ErrConfirmed (already sold), ErrInvalidArgument, ErrNotFound (namespace),
 // ErrUnavailable / ErrDeadlineExceeded (nothing granted that you know of;
-// an unknown grant expires with its TTL).
+// an unknown grant expires with its TTL, a session hold's with its session
+// TTL).
 func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []string, ttl time.Duration, opts ...RequestOption) (*Hold, error) {
 	const op = "hold"
 	o := collect(opts)
-	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Hold{Hold: &pb.HoldRequest{
+	resp, cn, err := c.callOn(ctx, op, &pb.Request{Method: &pb.Request_Hold{Hold: &pb.HoldRequest{
 		Namespace: namespace, Partition: partition, Ids: ids, TtlMs: ttlMs(ttl), Segment: o.segment.wire(),
-	}}})
+		Session: o.session,
+	}}}, o.wait)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +145,7 @@ func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []st
 	if r == nil {
 		return nil, malformed(op, resp)
 	}
-	return &Hold{
+	h := &Hold{
 		Namespace: namespace,
 		Partition: partition,
 		IDs:       append([]string(nil), ids...),
@@ -131,17 +155,47 @@ func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []st
 		Degraded:  resp.GetDegraded(),
 		client:    c,
 		token:     newSecret(r.GetToken()),
-		done:      new(atomic.Bool),
-	}, nil
+		st:        newHoldState(),
+	}
+	// A degraded answer (best_effort without Redis) holds nothing: there is
+	// no session to keep.
+	if o.session && !h.Degraded {
+		h.Session = true
+		h.st = newSessionState(sessionKey{namespace, partition, h.Fence}, lostCallback(h, o.onLost))
+		cn.sessions.register(h.st)
+	}
+	return h, nil
 }
+
+// lostCallback adapts a WithOnLost callback to the hold it is about.
+func lostCallback(h SessionHold, f func(SessionHold, error)) func(error) {
+	if f == nil {
+		return nil
+	}
+	return func(err error) { f(h, err) }
+}
+
+// Lost returns why a session hold was lost: the daemon reported it (the
+// code says why: ErrNotHeld, ErrHeldByAnother, ErrConfirmed), or its
+// connection ended (ErrUnavailable; it also matches ErrClosed after
+// Client.Close). nil while it is held, and always nil for a plain hold (the
+// client does not watch its TTL) or one released or confirmed through h
+// before it was lost. Treat a lost hold as gone: take a new one.
+func (h *Hold) Lost() error { return h.st.lost() }
+
+// Done returns a channel that is closed when the session hold is lost (then
+// Lost says why), like a context's Done. For a plain hold it is nil, which
+// blocks forever in a select.
+func (h *Hold) Done() <-chan struct{} { return h.st.done() }
 
 // HoldFromToken rebuilds a Hold from its token, for a process that resumes
 // a hold taken elsewhere (e.g. the checkout request after the seat-picking
 // one). Nothing is sent to the daemon; Fence and TTL are zero. Pass the
-// hold's WithSegment when it was taken with one.
+// hold's WithSegment when it was taken with one. The result is a plain hold:
+// a session hold lives and dies with the connection that took it.
 func (c *Client) HoldFromToken(namespace, partition string, ids []string, token string, opts ...RequestOption) *Hold {
 	return &Hold{Namespace: namespace, Partition: partition, IDs: append([]string(nil), ids...),
-		Segment: collect(opts).segment, client: c, token: newSecret(token), done: new(atomic.Bool)}
+		Segment: collect(opts).segment, client: c, token: newSecret(token), st: newHoldState()}
 }
 
 // Extend sets the hold's remaining TTL to ttl from now (0: the namespace's
@@ -180,14 +234,8 @@ func (c *Client) Release(ctx context.Context, h *Hold) (int, error) {
 	if resp.GetRelease() == nil {
 		return 0, malformed(op, resp)
 	}
-	h.markDone()
+	h.st.finish()
 	return n, nil
-}
-
-func (h *Hold) markDone() {
-	if h.done != nil {
-		h.done.Store(true)
-	}
 }
 
 // Close leaves the hold's scope, the same way in every holdfast client:
@@ -203,7 +251,7 @@ func (h *Hold) markDone() {
 // Use it as defer h.Close() right after a successful Hold. The release runs
 // with the client's default timeout.
 func (h *Hold) Close() error {
-	if h.done != nil && h.done.Load() {
+	if h.st.isFinished() {
 		return nil
 	}
 	_, err := h.client.Release(context.Background(), h)
@@ -211,7 +259,7 @@ func (h *Hold) Close() error {
 	case err == nil:
 		return nil
 	case errors.Is(err, ErrClosed), IsNotHeld(err), IsHeldByAnother(err), IsConfirmed(err):
-		h.markDone()
+		h.st.finish()
 		return nil
 	}
 	return err

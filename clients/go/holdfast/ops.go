@@ -59,7 +59,7 @@ func (c *Client) Confirm(ctx context.Context, h *Hold, opts ConfirmOptions) (*Co
 	if r == nil {
 		return nil, malformed(op, resp)
 	}
-	h.markDone()
+	h.st.finish()
 	out := &Confirmation{Fence: r.GetFence(), Replayed: r.GetReplayed()}
 	for _, cl := range r.GetClaims() {
 		var at time.Time // zero when the daemon did not say
@@ -89,8 +89,12 @@ type CancelOptions struct {
 
 // CancelResult is the result of a Cancel.
 type CancelResult struct {
+	// Cancelled counts the ids cancelled; for pools (CancelUnits), the
+	// units given back.
 	Cancelled int
 	Replayed  bool
+	// Units are the units given back (CancelUnits only).
+	Units []Units
 }
 
 // Cancel removes confirmed claims so the resources can be held and sold

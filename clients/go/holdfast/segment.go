@@ -51,28 +51,3 @@ func (s Segment) wire() *pb.Segment {
 	}
 	return &pb.Segment{FromStop: s.FromStop, ToStop: s.ToStop}
 }
-
-// RequestOption adds an optional field to a request (Hold, HoldFromToken,
-// Status).
-type RequestOption func(*requestOptions)
-
-type requestOptions struct {
-	segment Segment
-}
-
-// WithSegment makes the request act on legs fromStop .. toStop-1 of each id,
-// in a namespace with max_legs > 0 (and only there). A Hold taken with it
-// keeps the segment for its Extend, Release, Confirm, Status and Close.
-func WithSegment(fromStop, toStop uint32) RequestOption {
-	return func(o *requestOptions) { o.segment = Segment{FromStop: fromStop, ToStop: toStop} }
-}
-
-func collect(opts []RequestOption) requestOptions {
-	var o requestOptions
-	for _, f := range opts {
-		if f != nil {
-			f(&o)
-		}
-	}
-	return o
-}

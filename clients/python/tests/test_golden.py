@@ -69,7 +69,8 @@ def test_large_id_survives_as_uint64():
 def test_client_builds_the_golden_hold_request():
     """The client's own request builder produces exactly the golden bytes."""
     case = next(c for c in CASES if c["name"] == "hold_request")
-    req = m.envelope("hold", m.hold_req("seat", "run-2026-12-01-KTX101", ["E7", "E8", "E9"], 60000),
+    call = m.hold_call("seat", "run-2026-12-01-KTX101", ["E7", "E8", "E9"], 60000)
+    req = m.envelope("hold", call.msg,
                      "trace-7f3a.checkout:1", 1.5)
     req.id = 1
     assert encode_request(req) == (TESTDATA / case["file"]).read_bytes()
@@ -80,8 +81,8 @@ def test_client_builds_the_golden_confirm_request():
     golden = pb.Request()
     golden.ParseFromString((TESTDATA / case["file"]).read_bytes()[4:])
     c = golden.confirm
-    req = m.envelope("confirm", m.confirm_req(c.namespace, c.partition, list(c.ids), c.token,
-                                              c.idempotency_key, c.reference, c.payload),
+    req = m.envelope("confirm", m.confirm_call(c.namespace, c.partition, list(c.ids), c.token,
+                                               c.idempotency_key, c.reference, c.payload).msg,
                      golden.correlation_id, golden.timeout_ms / 1000)
     req.id = golden.id
     assert encode_request(req) == (TESTDATA / case["file"]).read_bytes()

@@ -1,5 +1,8 @@
-// Seat reservation with holdfast: hold E7-E9 all or nothing, extend while the
-// customer pays, confirm with an idempotency key, and handle a conflict.
+// Seat reservation with holdfast: hold E7-E9 all or nothing as a session hold
+// (the daemon keeps it while this process is connected, however long the
+// customer takes to pay, and frees it at once if the process dies), waiting
+// briefly in line if someone else is mid-checkout on them, confirm with an
+// idempotency key, and handle a conflict.
 //
 //   npm run build && HOLDFAST_SOCKET=/run/holdfast/holdfast.sock node dist/examples/seat-reservation.js [RUN]
 //
@@ -7,7 +10,9 @@
 // on the same daemon. Exits 1 when the first order was not booked. It uses
 // withHold, which runs on Node 20 with any TypeScript setup; `await using
 // hold = await client.hold(...)` does the same where the compiler allows it
-// (see the README).
+// (see the README). The confirm retry below is not a wait for the seats: it
+// resends a confirm whose outcome is unknown (UNAVAILABLE, DEADLINE_EXCEEDED)
+// with the same idempotency key.
 
 import { randomUUID } from "node:crypto";
 
@@ -42,21 +47,29 @@ async function reserve(client: Client, run: string, seats: string[], orderId: st
   try {
     // All or nothing: either every seat is ours or none is. Leaving withHold
     // without confirming (an exception, a cancelled payment) releases them.
-    const result = await withHold(client, "seat", run, seats, { ttlMs: 60_000, correlationId: orderId }, async (hold) => {
-      console.error(`held ${seats.join(", ")} on ${run} (fence ${hold.fence})`);
-      await hold.extend(120_000); // the customer is slow: more time before paying
+    // session: no TTL to pick and no extend to call while the customer pays;
+    // wait: another checkout holding a seat may finish or give up first.
+    const opts = {
+      session: true,
+      wait: 2000,
+      correlationId: orderId,
+      onLost: (_: Hold, err: Error) => console.error(`lost the seats while paying: ${err.message}`),
+    };
+    const result = await withHold(client, "seat", run, seats, opts, async (hold) => {
+      console.error(`held ${seats.join(", ")} on ${run} (fence ${hold.fence}, session TTL ${hold.ttlMs} ms)`);
       await pay(orderId);
+      if (hold.lost) throw hold.lost; // the daemon could not keep it: do not charge
       return confirmWithRetry(hold, orderId);
     });
     console.error(`confirmed ${result.claims.length} seats${result.replayed ? " (replayed)" : ""}: ${JSON.stringify(result)}`);
     return true;
   } catch (err) {
     if (isHoldfastError(err, Code.HELD_BY_ANOTHER)) {
-      console.error(`seat ${err.resourceId} is being booked by someone else; pick other seats`);
+      console.error(`seat ${err.resourceId} is still being booked by someone else after waiting; pick other seats`);
     } else if (isHoldfastError(err, Code.CONFIRMED)) {
       console.error(`seat ${err.resourceId} is already sold`);
-    } else if (isHoldfastError(err, Code.CONFLICT, Code.HOLD_LOST)) {
-      // The hold expired while paying and someone else got the seat: refund.
+    } else if (isHoldfastError(err, Code.CONFLICT, Code.HOLD_LOST, Code.NOT_HELD)) {
+      // The hold was lost while paying and someone else got the seat: refund.
       console.error(`lost the seats before confirming (${err.codeName}): refund order ${orderId}`);
     } else {
       throw err;

@@ -6,14 +6,18 @@ import { inspect } from "node:util";
 import { create } from "@bufbuild/protobuf";
 import {
   Code,
+  PoolTakeSchema,
   RequestSchema,
   ResourceState,
   SegmentSchema,
+  type PoolCapacity as PbPoolCapacity,
+  type PoolTake,
   type Request,
   type Response,
 } from "./gen/holdfast/v1/holdfast_pb.js";
 import { ClientClosedError, HoldfastError } from "./errors.js";
 import { Connection, UnsentError } from "./connection.js";
+import { SESSION_LOST, type SessionHolds, type SessionMember } from "./session.js";
 import { encodeRequest } from "./frame.js";
 import { traceparentFor } from "./trace.js";
 
@@ -30,6 +34,12 @@ export const DEFAULT_SOCKET = "/run/holdfast/holdfast.sock";
 export const SOCKET_ENV = "HOLDFAST_SOCKET";
 /** Deadline of a call that gives none (ms). */
 export const DEFAULT_TIMEOUT_MS = 5000;
+/**
+ * A hold that waits in line (`wait`) gets a deadline of at least its wait
+ * plus this (ms): time for the daemon to answer once the wait runs out, so
+ * the client does not give up first.
+ */
+export const WAIT_MARGIN_MS = 1000;
 
 /** Waits between connection attempts while the daemon is away. */
 export const RECONNECT_BACKOFF = Object.freeze({ initialMs: 20, multiplier: 2, maxMs: 500, jitter: 0.2 });
@@ -89,10 +99,44 @@ export interface SegmentOptions {
   segment?: Segment;
 }
 
-export interface HoldOptions extends CallOptions, SegmentOptions {
-  /** 0 or omitted: the namespace's default TTL. */
+/** Called once when a session hold is lost; `hold.lost` is `err` by then. */
+export type OnLost<H> = (hold: H, err: HoldfastError) => void | Promise<void>;
+
+/** Options of a hold of either kind (seats or pool units). */
+export interface HoldOptionsBase extends CallOptions {
+  /** 0 or omitted: the namespace's default TTL. Not with `session`. */
   ttlMs?: number;
+  /**
+   * Wait in line (ms, docs/waiting.md): when a resource (or a pool's units)
+   * is held by another token, queue behind it for up to this long instead
+   * of failing with HELD_BY_ANOTHER at once; all or nothing, in arrival
+   * order. When the wait runs out the call rejects with HELD_BY_ANOTHER as
+   * without a wait (CONFIRMED when sold). The call's deadline becomes at
+   * least `wait` + WAIT_MARGIN_MS. 0 or omitted: no wait.
+   */
+  wait?: number;
 }
+
+export interface HoldOptions extends HoldOptionsBase, SegmentOptions {
+  /**
+   * Bind the hold to this client's connection (docs/sessions.md): the
+   * daemon renews it while the connection lives and releases it at once
+   * when the connection closes (the client is closed, the process exits or
+   * is killed). `ttlMs` must then be 0 or omitted. When the daemon reports
+   * it lost, or the connection ends, `hold.lost` becomes the error that says
+   * why and `onLost` runs once.
+   */
+  session?: boolean;
+  /**
+   * With `session`: called once when the hold is lost (from the client's
+   * socket reader, or from `client.close()`: keep it short). An exception it
+   * throws is reported with `process.emitWarning`.
+   */
+  onLost?: OnLost<Hold>;
+}
+
+/** Options of a pool hold (`client.holdUnits`). */
+export type PoolHoldOptions = HoldOptionsBase;
 
 export interface ConfirmOptions extends SegmentOptions {
   /** The caller's key, kept across retries of the same confirm. Never the token. */
@@ -105,6 +149,22 @@ export interface CancelOptions extends SegmentOptions {
   idempotencyKey: string;
   reference?: string;
 }
+
+/** Confirm of a pool hold: exactly the units it holds. */
+export type PoolConfirmOptions = Omit<ConfirmOptions, "segment">;
+
+/** Cancel of pool units sold under `reference` (the order it refunds). */
+export type PoolCancelOptions = Omit<CancelOptions, "segment">;
+
+/**
+ * Units of pools, all of one partition: `{ adult: 2, child: 1 }`, a
+ * `Map`, or `[pool, count]` pairs. Pool names are like ids
+ * (`[A-Za-z0-9._-]`, 1-128 bytes); a count is 1..1,000,000.
+ */
+export type Units = Readonly<Record<string, number>> | ReadonlyMap<string, number> | Iterable<readonly [string, number]>;
+
+/** Units by pool, as results give them: `{ adult: 2, child: 1 }`. */
+export type UnitCounts = Readonly<Record<string, number>>;
 
 /** The per-leg names the daemon answers with: `["E7@0", "E7@1", ...]`. */
 export function legIds(ids: readonly string[], segment: Segment): string[] {
@@ -158,6 +218,55 @@ export interface ResourceStatus {
   owned: boolean;
 }
 
+/** A pool as Redis sees it now (a diagnostic, never permission). */
+export interface PoolStatus {
+  pool: string;
+  /** Mirrored from PostgreSQL. */
+  capacity: number;
+  sold: number;
+  /** Units in live holds. */
+  held: number;
+  /** capacity - sold - held (0 when that is negative). */
+  free: number;
+  /** Units the given token holds in this pool. */
+  owned: number;
+  /** Remaining TTL of the token's hold (ms; 0 when it holds none). */
+  ttlMs: number;
+}
+
+/** A pool as PostgreSQL has it. */
+export interface PoolCapacity {
+  /** "" for the partition's default. */
+  pool: string;
+  /** The capacity in effect: its own, or the partition's default. */
+  capacity: number;
+  sold: number;
+  /** True when the pool has no capacity of its own and follows the partition's default. */
+  partitionDefault: boolean;
+}
+
+export interface Capacities {
+  pools: PoolCapacity[];
+  /** The partition's default capacity (0 when none was set). */
+  defaultCapacity: number;
+}
+
+export interface PoolConfirmResult {
+  fence: bigint;
+  /** The units sold. */
+  units: UnitCounts;
+  confirmedAtUnixMs: number;
+  /** True when this replays the stored result of an identical earlier confirm. */
+  replayed: boolean;
+}
+
+export interface PoolCancelResult {
+  /** Units given back. */
+  cancelled: number;
+  replayed: boolean;
+  units: UnitCounts;
+}
+
 export interface Health {
   live: boolean;
   ready: boolean;
@@ -190,6 +299,52 @@ function checkIds(ids: readonly string[]): string[] {
   return [...ids];
 }
 
+function checkPools(pools: readonly string[]): string[] {
+  if (typeof pools === "string" || !Array.isArray(pools)) {
+    throw new TypeError("pools must be an array of pool names");
+  }
+  return [...pools];
+}
+
+/** Units as the wire has them, in the order given. */
+function checkUnits(units: Units): PoolTake[] {
+  if (units === null || typeof units !== "object" || typeof units === "string") {
+    throw new TypeError("units must be { pool: count }, a Map or [pool, count] pairs");
+  }
+  const pairs: Iterable<readonly [string, number]> =
+    Symbol.iterator in units ? (units as Iterable<readonly [string, number]>) : Object.entries(units as Record<string, number>);
+  const out: PoolTake[] = [];
+  for (const pair of pairs) {
+    if (!Array.isArray(pair) || pair.length !== 2) throw new TypeError("units must be { pool: count }, a Map or [pool, count] pairs");
+    const [pool, count] = pair as [unknown, unknown];
+    if (typeof pool !== "string") throw new TypeError(`a pool name must be a string, got ${typeof pool}`);
+    if (typeof count !== "number" || !Number.isInteger(count) || count < 0 || count > MAX_UINT32) {
+      throw new RangeError(`units of pool '${pool}' must be a whole number >= 0, got ${String(count)}`);
+    }
+    out.push(create(PoolTakeSchema, { pool, count }));
+  }
+  return out;
+}
+
+/** `{ pool: count }` from wire units: a plain object, frozen. */
+function unitCounts(units: readonly { pool: string; count: number }[]): UnitCounts {
+  return Object.freeze(Object.fromEntries(units.map((u) => [u.pool, u.count])));
+}
+
+function checkWait(wait: number | undefined): number {
+  if (wait === undefined || wait === null) return 0;
+  if (typeof wait !== "number" || !Number.isFinite(wait) || wait < 0) {
+    throw new RangeError(`wait must be a number of ms >= 0, got ${String(wait)}`);
+  }
+  return Math.min(MAX_UINT32, Math.ceil(wait));
+}
+
+/** The call options of a hold: a deadline long enough for its wait. */
+function holdCallOptions<O extends HoldOptionsBase>(opts: O, defaultTimeoutMs: number, wait: number, correlationId: string): O {
+  const timeoutMs = checkTimeout(opts.timeoutMs ?? defaultTimeoutMs);
+  return { ...opts, correlationId, timeoutMs: wait > 0 ? Math.max(timeoutMs, wait + WAIT_MARGIN_MS) : timeoutMs };
+}
+
 /**
  * Talks to holdfastd over its Unix socket. One connection carries many calls
  * in flight; after the daemon restarts the next call reconnects on its own.
@@ -215,7 +370,11 @@ export class Client implements AsyncDisposable {
     return this.closedFlag;
   }
 
-  /** Close the connection; calls still waiting reject with ClientClosedError. */
+  /**
+   * Close the connection; calls still waiting reject with ClientClosedError.
+   * The daemon releases the connection's session holds, and each is reported
+   * lost (`hold.lost`, code UNAVAILABLE; its `onLost` runs from here).
+   */
   close(): void {
     this.closedFlag = true;
     this.conn?.close();
@@ -232,18 +391,31 @@ export class Client implements AsyncDisposable {
    * Hold every id in one partition, all or nothing. `await using` releases it.
    * `segment: { fromStop, toStop }` holds legs fromStop .. toStop - 1 of each
    * id, in a namespace with max_legs (and only there); the Hold keeps it for
-   * its extend, release, confirm, status and close.
+   * its extend, release, confirm, status and close. `session: true` binds the
+   * hold to this client's connection (see HoldOptions.session); `wait` waits
+   * in line for up to that many ms while another token holds an id.
    */
   async hold(namespace: string, partition: string, ids: readonly string[], opts: HoldOptions = {}): Promise<Hold> {
     const list = checkIds(ids);
     const segment = checkSegment(opts.segment);
+    const session = opts.session === true;
+    if (session && opts.ttlMs) {
+      // The daemon refuses it too: a session hold's TTL is the namespace's
+      // session_ttl_ms, renewed while the connection lives.
+      throw new HoldfastError(Code.INVALID_ARGUMENT, "a session hold takes no ttlMs", { field: "ttl_ms" });
+    }
+    if (opts.onLost !== undefined && typeof opts.onLost !== "function") throw new TypeError("onLost must be a function");
+    const wait = checkWait(opts.wait);
     const correlationId = opts.correlationId ?? newCorrelationId();
-    const [r, resp] = await this.call(
+    const [r, resp, conn] = await this.call(
       "hold",
-      { namespace, partition, ids: list, ttlMs: opts.ttlMs ?? 0, segment: wireSegment(segment) },
-      { ...opts, correlationId },
+      { namespace, partition, ids: list, ttlMs: opts.ttlMs ?? 0, segment: wireSegment(segment), session, waitMs: wait },
+      holdCallOptions(opts, this.timeoutMs, wait, correlationId),
     );
-    return new Hold(this, namespace, partition, list, r.token, r.fence, r.ttlMs, correlationId, resp.degraded, segment);
+    const h = new Hold(this, namespace, partition, list, r.token, r.fence, r.ttlMs, correlationId, resp.degraded, segment);
+    // A degraded answer held nothing, so there is nothing to keep.
+    if (session && !resp.degraded) h[BIND_SESSION](conn.sessions, opts.onLost as OnLost<HoldBase> | undefined);
+    return h;
   }
 
   /** Stretch a hold's TTL (owner-checked); resolves to the TTL applied. */
@@ -350,6 +522,142 @@ export class Client implements AsyncDisposable {
     return r.resources.map((s) => ({ id: s.id, state: s.state, ttlMs: Number(s.ttlMs), owned: s.owned }));
   }
 
+  // ---- pools (docs/pools.md) -----------------------------------------------
+
+  /**
+   * Take units of one or more pools of a partition (a namespace of kind
+   * "pools"), all or nothing: `client.holdUnits("ga", show, { adult: 2,
+   * child: 1 })`. `await using` releases them. Refused with HELD_BY_ANOTHER
+   * when a pool has fewer units free than asked (holds expire: try later, or
+   * `wait`), CONFIRMED when it has fewer left unsold; `err.resourceId` names
+   * the pool.
+   */
+  async holdUnits(namespace: string, partition: string, units: Units, opts: PoolHoldOptions = {}): Promise<PoolHold> {
+    const takes = checkUnits(units);
+    const wait = checkWait(opts.wait);
+    if ((opts as HoldOptions).session) {
+      throw new HoldfastError(Code.INVALID_ARGUMENT, "pool holds cannot be session holds", { field: "session" });
+    }
+    const correlationId = opts.correlationId ?? newCorrelationId();
+    const [r, resp] = await this.call(
+      "hold",
+      { namespace, partition, units: takes, ttlMs: opts.ttlMs ?? 0, waitMs: wait },
+      holdCallOptions(opts, this.timeoutMs, wait, correlationId),
+    );
+    return new PoolHold(this, namespace, partition, unitCounts(takes), r.token, r.fence, r.ttlMs, correlationId, resp.degraded);
+  }
+
+  /** Stretch a pool hold's TTL (owner-checked, all pools or none); resolves to the TTL applied. */
+  async extendUnits(
+    namespace: string,
+    partition: string,
+    pools: readonly string[],
+    token: string,
+    opts: CallOptions & { ttlMs?: number } = {},
+  ): Promise<number> {
+    const [r] = await this.call("extend", { namespace, partition, pools: checkPools(pools), token, ttlMs: opts.ttlMs ?? 0 }, opts);
+    return r.ttlMs;
+  }
+
+  /** Give a pool hold's units back (owner-checked); resolves to how many units were released. */
+  async releaseUnits(namespace: string, partition: string, pools: readonly string[], token: string, opts: CallOptions = {}): Promise<number> {
+    const [r] = await this.call("release", { namespace, partition, pools: checkPools(pools), token }, opts);
+    return r.released;
+  }
+
+  /**
+   * Sell exactly the units `token` holds, in PostgreSQL. After
+   * UNAVAILABLE/DEADLINE_EXCEEDED retry with the same idempotencyKey: a
+   * confirm that committed answers again (`replayed: true`).
+   */
+  async confirmUnits(
+    namespace: string,
+    partition: string,
+    units: Units,
+    token: string,
+    confirm: PoolConfirmOptions,
+    opts: CallOptions = {},
+  ): Promise<PoolConfirmResult> {
+    if (!confirm.idempotencyKey) {
+      throw new HoldfastError(Code.INVALID_ARGUMENT, "idempotencyKey is required", { field: "idempotency_key" });
+    }
+    const [r] = await this.call(
+      "confirm",
+      {
+        namespace,
+        partition,
+        units: checkUnits(units),
+        token,
+        idempotencyKey: confirm.idempotencyKey,
+        reference: confirm.reference ?? "",
+        payload: confirm.payload ?? new Uint8Array(0),
+      },
+      opts,
+    );
+    return withJSON({
+      fence: r.fence,
+      units: unitCounts(r.units),
+      confirmedAtUnixMs: Number(r.confirmedAtUnixMs),
+      replayed: r.replayed,
+    });
+  }
+
+  /**
+   * Give back units sold under `reference` (the order a refund is for), all
+   * pools or none; NOT_FOUND (naming the pool) when fewer are sold under it.
+   */
+  async cancelUnits(namespace: string, partition: string, units: Units, cancel: PoolCancelOptions, opts: CallOptions = {}): Promise<PoolCancelResult> {
+    if (!cancel.idempotencyKey) {
+      throw new HoldfastError(Code.INVALID_ARGUMENT, "idempotencyKey is required", { field: "idempotency_key" });
+    }
+    const [r] = await this.call(
+      "cancel",
+      { namespace, partition, units: checkUnits(units), idempotencyKey: cancel.idempotencyKey, reference: cancel.reference ?? "" },
+      opts,
+    );
+    return { cancelled: r.cancelled, replayed: r.replayed, units: unitCounts(r.units) };
+  }
+
+  /** Each pool as Redis mirrors it (a diagnostic); pass `token` to learn its units. */
+  async poolStatus(namespace: string, partition: string, pools: readonly string[], opts: CallOptions & { token?: string } = {}): Promise<PoolStatus[]> {
+    const [r] = await this.call("status", { namespace, partition, pools: checkPools(pools), token: opts.token ?? "" }, opts);
+    return r.pools.map((p) => ({
+      pool: p.pool,
+      capacity: Number(p.capacity),
+      sold: Number(p.sold),
+      held: Number(p.held),
+      free: Number(p.free),
+      owned: p.owned,
+      ttlMs: Number(p.ttlMs),
+    }));
+  }
+
+  /**
+   * Set a pool's capacity (units it may sell in total, sold included) in
+   * PostgreSQL. An absolute value: safe to retry. Below what is sold:
+   * FAILED_PRECONDITION (`err.field` "capacity").
+   */
+  async setCapacity(namespace: string, partition: string, pool: string, capacity: number | bigint, opts: CallOptions = {}): Promise<PoolCapacity> {
+    if (typeof pool !== "string" || pool === "") throw new TypeError("pool must be a pool name (setDefaultCapacity sets the default)");
+    const [r] = await this.call("setCapacity", { namespace, partition, pool, capacity: checkCapacity(capacity) }, opts);
+    return poolCapacity(r.pool);
+  }
+
+  /**
+   * Set the partition's default capacity: the capacity of every pool of the
+   * partition that has none of its own (e.g. 1 for one-per-user pools).
+   */
+  async setDefaultCapacity(namespace: string, partition: string, capacity: number | bigint, opts: CallOptions = {}): Promise<PoolCapacity> {
+    const [r] = await this.call("setCapacity", { namespace, partition, partitionDefault: true, capacity: checkCapacity(capacity) }, opts);
+    return poolCapacity(r.pool);
+  }
+
+  /** Capacity and sold units per pool, and the partition's default, as PostgreSQL has them. */
+  async getCapacity(namespace: string, partition: string, pools: readonly string[] = [], opts: CallOptions = {}): Promise<Capacities> {
+    const [r] = await this.call("getCapacity", { namespace, partition, pools: checkPools(pools) }, opts);
+    return { pools: r.pools.map(poolCapacity), defaultCapacity: Number(r.defaultCapacity) };
+  }
+
   async health(opts: CallOptions = {}): Promise<Health> {
     const [r] = await this.call("health", {}, opts);
     return {
@@ -385,7 +693,7 @@ export class Client implements AsyncDisposable {
     method: K,
     value: Partial<MethodValue<K>>,
     opts: CallOptions,
-  ): Promise<[ResultValue<K>, Response]> {
+  ): Promise<[ResultValue<K>, Response, Connection]> {
     if (this.closedFlag) throw new ClientClosedError();
     const timeoutMs = checkTimeout(opts.timeoutMs ?? this.timeoutMs);
     const deadline = performance.now() + timeoutMs;
@@ -419,7 +727,7 @@ export class Client implements AsyncDisposable {
     try {
       const resp: Response = await Promise.race([this.roundtrip(req, deadline, inFlight), stop]);
       const result: ResultValue<K> = resultOf(resp, method);
-      return [result, resp];
+      return [result, resp, inFlight.conn!];
     } catch (err) {
       if (err instanceof HoldfastError && !err.correlationId) err.correlationId = req.correlationId;
       throw err;
@@ -509,6 +817,22 @@ function withJSON<T extends object>(obj: T): T {
   return obj;
 }
 
+function checkCapacity(capacity: number | bigint): bigint {
+  const ok =
+    typeof capacity === "bigint" ? capacity >= 0n && capacity < 2n ** 64n : Number.isSafeInteger(capacity) && capacity >= 0;
+  if (!ok) throw new RangeError(`capacity must be a whole number >= 0, got ${String(capacity)}`);
+  return BigInt(capacity);
+}
+
+function poolCapacity(p: PbPoolCapacity | undefined): PoolCapacity {
+  return {
+    pool: p?.pool ?? "",
+    capacity: Number(p?.capacity ?? 0n),
+    sold: Number(p?.sold ?? 0n),
+    partitionDefault: p?.partitionDefault ?? false,
+  };
+}
+
 function checkTimeout(ms: number): number {
   if (!(ms > 0) || !Number.isFinite(ms)) throw new RangeError(`timeoutMs must be > 0, got ${ms}`);
   return ms;
@@ -566,33 +890,54 @@ export async function withHold<T>(
 }
 
 /**
- * A granted hold. `await using hold = await client.hold(...)` (or `withHold`,
- * or `hold.close()` in a `finally`) releases it when the scope ends, unless it
- * was released or confirmed before. The token is available as `hold.token` but
- * never shown by inspect/JSON/toString. A hold taken with a `segment` keeps it:
- * its extend, release, confirm, status and close act on the same legs.
+ * `withHold` for pool units: takes them, runs `fn` and leaves the scope
+ * afterwards (released unless `fn` confirmed or released them).
  */
-export class Hold implements AsyncDisposable {
-  readonly ids: readonly string[];
-  /** The journey segment the hold covers; undefined outside namespaces with legs. */
-  readonly segment: Segment | undefined;
+export async function withHoldUnits<T>(
+  client: Client,
+  namespace: string,
+  partition: string,
+  units: Units,
+  opts: PoolHoldOptions,
+  fn: (hold: PoolHold) => Promise<T>,
+): Promise<T> {
+  const hold = await client.holdUnits(namespace, partition, units, opts);
+  let result: T;
+  try {
+    result = await fn(hold);
+  } catch (err) {
+    await hold.close().catch(() => undefined); // the body's error is the one that matters
+    throw err;
+  }
+  await hold.close();
+  return result;
+}
+
+const BIND_SESSION = Symbol("holdfast.bindSession");
+
+/**
+ * What every hold has: its token (never shown), whether it is still ours to
+ * release, and, for a session hold, whether it was lost. Leaving its scope
+ * (`await using`, `withHold`, `close()`) releases it unless it was released
+ * or confirmed through it.
+ */
+export abstract class HoldBase implements AsyncDisposable, SessionMember {
   #token: string;
   #active = true;
+  #session: SessionHolds | null = null;
+  #onLost: OnLost<HoldBase> | undefined;
+  #lost: HoldfastError | undefined;
 
   constructor(
-    private readonly client: Client,
+    protected readonly client: Client,
     readonly namespace: string,
     readonly partition: string,
-    ids: readonly string[],
     token: string,
     readonly fence: bigint,
     public ttlMs: number,
     readonly correlationId: string,
     readonly degraded = false,
-    segment?: Segment,
   ) {
-    this.ids = Object.freeze([...ids]);
-    this.segment = checkSegment(segment);
     this.#token = token;
   }
 
@@ -606,48 +951,53 @@ export class Hold implements AsyncDisposable {
     return this.#active;
   }
 
-  async extend(ttlMs = 0, opts: CallOptions = {}): Promise<number> {
-    this.ttlMs = await this.client.extend(this.namespace, this.partition, this.ids, this.#token, {
-      correlationId: this.correlationId,
-      ...opts,
-      ttlMs,
-      segment: this.segment,
-    });
-    return this.ttlMs;
+  /** True for a session hold (`session: true`), bound to the connection that took it. */
+  get session(): boolean {
+    return this.#session !== null;
   }
 
-  async release(opts: CallOptions = {}): Promise<number> {
-    const n = await this.client.release(this.namespace, this.partition, this.ids, this.#token, {
-      correlationId: this.correlationId,
-      ...opts,
-      segment: this.segment,
-    });
+  /**
+   * A session hold the daemon reported lost, or whose connection ended: the
+   * error that says why (code NOT_HELD, HELD_BY_ANOTHER or CONFIRMED, with
+   * `resourceId`; UNAVAILABLE when the connection ended). Undefined while it
+   * is held, and always for a hold that is not a session hold. Treat a lost
+   * hold as gone: take a new one.
+   */
+  get lost(): HoldfastError | undefined {
+    return this.#lost;
+  }
+
+  /** @internal */
+  [BIND_SESSION](sessions: SessionHolds, onLost: OnLost<HoldBase> | undefined): void {
+    this.#session = sessions;
+    this.#onLost = onLost;
+    sessions.register(this);
+  }
+
+  /** @internal Called by the connection's SessionHolds. */
+  [SESSION_LOST](err: HoldfastError): void {
+    if (!this.#active || this.#lost !== undefined) return;
+    this.#lost = err;
+    const onLost = this.#onLost;
+    if (onLost === undefined) return;
+    const warn = (e: unknown) =>
+      process.emitWarning(`holdfast: onLost callback failed (correlation id ${this.correlationId}): ${String(e)}`, "HoldfastWarning");
+    try {
+      const r = onLost(this, err);
+      if (r && typeof (r as Promise<void>).then === "function") (r as Promise<void>).then(undefined, warn);
+    } catch (e) {
+      warn(e); // a callback's bug must not break the connection's reader
+    }
+  }
+
+  /** The hold is done (released, confirmed): not ours to release, nor to report. */
+  protected finish(): void {
     this.#active = false;
-    return n;
+    this.#session?.forget(this);
   }
 
-  /** Confirms the hold's ids (and legs: its own segment, whatever `confirm.segment` says). */
-  async confirm(confirm: ConfirmOptions, opts: CallOptions = {}): Promise<ConfirmResult> {
-    const r = await this.client.confirm(
-      this.namespace,
-      this.partition,
-      this.ids,
-      this.#token,
-      { ...confirm, segment: this.segment },
-      { correlationId: this.correlationId, ...opts },
-    );
-    this.#active = false; // the daemon released/marked the hold after committing
-    return r;
-  }
-
-  async status(opts: CallOptions = {}): Promise<ResourceStatus[]> {
-    return this.client.status(this.namespace, this.partition, this.ids, {
-      correlationId: this.correlationId,
-      ...opts,
-      token: this.#token,
-      segment: this.segment,
-    });
-  }
+  /** Releases the hold through the client; resolves to what was released. */
+  abstract release(opts?: CallOptions): Promise<number>;
 
   /**
    * Leaves the hold's scope (the client contract): releases the hold unless
@@ -663,15 +1013,116 @@ export class Hold implements AsyncDisposable {
       await this.release(opts);
     } catch (err) {
       if (err instanceof ClientClosedError || (err instanceof HoldfastError && SCOPE_EXIT_QUIET.has(err.code))) {
-        this.#active = false;
+        this.finish();
         return;
       }
       throw err;
     }
   }
 
+  /**
+   * What `await using` calls: `close()`. Defined under `Symbol.asyncDispose`,
+   * which this package sets to `Symbol.for("Symbol.asyncDispose")` on a
+   * runtime without it (as TypeScript's downlevel helper expects).
+   */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.close();
+  }
+
+  protected stateJSON(): Record<string, unknown> {
+    return {
+      fence: this.fence.toString(),
+      ttlMs: this.ttlMs,
+      degraded: this.degraded,
+      correlationId: this.correlationId,
+      active: this.#active,
+      ...(this.session ? { session: true, lost: this.#lost ? this.#lost.codeName : null } : {}),
+    };
+  }
+
+  protected stateString(): string {
+    const session = this.session ? ` session${this.#lost ? ` lost=${this.#lost.codeName}` : ""}` : "";
+    return `fence=${this.fence}${session}${this.#active ? "" : " finished"}`;
+  }
+
+  abstract toString(): string;
+
+  [inspect.custom](): string {
+    return this.toString();
+  }
+}
+
+/**
+ * A granted hold. `await using hold = await client.hold(...)` (or `withHold`,
+ * or `hold.close()` in a `finally`) releases it when the scope ends, unless it
+ * was released or confirmed before. The token is available as `hold.token` but
+ * never shown by inspect/JSON/toString. A hold taken with a `segment` keeps it:
+ * its extend, release, confirm, status and close act on the same legs. A
+ * session hold (`session: true`) also has `lost`.
+ */
+export class Hold extends HoldBase {
+  readonly ids: readonly string[];
+  /** The journey segment the hold covers; undefined outside namespaces with legs. */
+  readonly segment: Segment | undefined;
+
+  constructor(
+    client: Client,
+    namespace: string,
+    partition: string,
+    ids: readonly string[],
+    token: string,
+    fence: bigint,
+    ttlMs: number,
+    correlationId: string,
+    degraded = false,
+    segment?: Segment,
+  ) {
+    super(client, namespace, partition, token, fence, ttlMs, correlationId, degraded);
+    this.ids = Object.freeze([...ids]);
+    this.segment = checkSegment(segment);
+  }
+
+  async extend(ttlMs = 0, opts: CallOptions = {}): Promise<number> {
+    this.ttlMs = await this.client.extend(this.namespace, this.partition, this.ids, this.token, {
+      correlationId: this.correlationId,
+      ...opts,
+      ttlMs,
+      segment: this.segment,
+    });
+    return this.ttlMs;
+  }
+
+  async release(opts: CallOptions = {}): Promise<number> {
+    const n = await this.client.release(this.namespace, this.partition, this.ids, this.token, {
+      correlationId: this.correlationId,
+      ...opts,
+      segment: this.segment,
+    });
+    this.finish();
+    return n;
+  }
+
+  /** Confirms the hold's ids (and legs: its own segment, whatever `confirm.segment` says). */
+  async confirm(confirm: ConfirmOptions, opts: CallOptions = {}): Promise<ConfirmResult> {
+    const r = await this.client.confirm(
+      this.namespace,
+      this.partition,
+      this.ids,
+      this.token,
+      { ...confirm, segment: this.segment },
+      { correlationId: this.correlationId, ...opts },
+    );
+    this.finish(); // the daemon released/marked the hold after committing
+    return r;
+  }
+
+  async status(opts: CallOptions = {}): Promise<ResourceStatus[]> {
+    return this.client.status(this.namespace, this.partition, this.ids, {
+      correlationId: this.correlationId,
+      ...opts,
+      token: this.token,
+      segment: this.segment,
+    });
   }
 
   toJSON(): Record<string, unknown> {
@@ -680,20 +1131,91 @@ export class Hold implements AsyncDisposable {
       partition: this.partition,
       ids: this.ids,
       ...(this.segment ? { segment: this.segment } : {}),
-      fence: this.fence.toString(),
-      ttlMs: this.ttlMs,
-      degraded: this.degraded,
-      correlationId: this.correlationId,
-      active: this.#active,
+      ...this.stateJSON(),
     };
   }
 
   toString(): string {
     const seg = this.segment ? ` segment=${this.segment.fromStop}->${this.segment.toStop}` : "";
-    return `Hold(${this.namespace}/${this.partition} [${this.ids.join(",")}]${seg} fence=${this.fence}${this.#active ? "" : " finished"})`;
+    return `Hold(${this.namespace}/${this.partition} [${this.ids.join(",")}]${seg} ${this.stateString()})`;
+  }
+}
+
+/**
+ * Units of pools held (`client.holdUnits`), all or nothing. Like a Hold:
+ * `await using` (or `withHoldUnits`, or `close()` in a `finally`) releases
+ * the units unless they were confirmed or released through it; the token is
+ * never shown.
+ */
+export class PoolHold extends HoldBase {
+  /** The units held, by pool: `{ adult: 2, child: 1 }`. */
+  readonly units: UnitCounts;
+  /** The pools of the hold (the keys of `units`). */
+  readonly pools: readonly string[];
+
+  constructor(
+    client: Client,
+    namespace: string,
+    partition: string,
+    units: UnitCounts,
+    token: string,
+    fence: bigint,
+    ttlMs: number,
+    correlationId: string,
+    degraded = false,
+  ) {
+    super(client, namespace, partition, token, fence, ttlMs, correlationId, degraded);
+    this.units = Object.isFrozen(units) ? units : Object.freeze({ ...units });
+    this.pools = Object.freeze(Object.keys(this.units));
   }
 
-  [inspect.custom](): string {
-    return this.toString();
+  /** Stretch the hold's TTL (all pools); resolves to the TTL applied. */
+  async extend(ttlMs = 0, opts: CallOptions = {}): Promise<number> {
+    this.ttlMs = await this.client.extendUnits(this.namespace, this.partition, this.pools, this.token, {
+      correlationId: this.correlationId,
+      ...opts,
+      ttlMs,
+    });
+    return this.ttlMs;
+  }
+
+  /** Give the units back; resolves to how many units were released. */
+  async release(opts: CallOptions = {}): Promise<number> {
+    const n = await this.client.releaseUnits(this.namespace, this.partition, this.pools, this.token, {
+      correlationId: this.correlationId,
+      ...opts,
+    });
+    this.finish();
+    return n;
+  }
+
+  /** Sell exactly the units held, with the caller's idempotency key (kept across retries). */
+  async confirm(confirm: PoolConfirmOptions, opts: CallOptions = {}): Promise<PoolConfirmResult> {
+    const r = await this.client.confirmUnits(this.namespace, this.partition, this.units, this.token, confirm, {
+      correlationId: this.correlationId,
+      ...opts,
+    });
+    this.finish(); // the units left the holds and count as sold
+    return r;
+  }
+
+  /** The hold's pools as Redis mirrors them, with its own units (`owned`) and TTL. */
+  async status(opts: CallOptions = {}): Promise<PoolStatus[]> {
+    return this.client.poolStatus(this.namespace, this.partition, this.pools, {
+      correlationId: this.correlationId,
+      ...opts,
+      token: this.token,
+    });
+  }
+
+  toJSON(): Record<string, unknown> {
+    return { namespace: this.namespace, partition: this.partition, units: this.units, ...this.stateJSON() };
+  }
+
+  toString(): string {
+    const units = Object.entries(this.units)
+      .map(([p, n]) => `${p}=${n}`)
+      .join(",");
+    return `PoolHold(${this.namespace}/${this.partition} [${units}] ${this.stateString()})`;
   }
 }

@@ -5,6 +5,7 @@ import * as net from "node:net";
 import { Code, type Response } from "./gen/holdfast/v1/holdfast_pb.js";
 import { ClientClosedError, HoldfastError } from "./errors.js";
 import { FrameError, FrameReader, decodeResponse } from "./frame.js";
+import { SessionHolds, isSessionEvent } from "./session.js";
 
 interface Pending {
   resolve: (resp: Response) => void;
@@ -21,6 +22,8 @@ export class Connection {
   private readonly pending = new Map<bigint, Pending>();
   private readonly reader = new FrameReader();
   private brokenBy: HoldfastError | null = null;
+  /** The session holds taken on this connection (docs/sessions.md). */
+  readonly sessions = new SessionHolds();
 
   private constructor(private readonly sock: net.Socket) {
     sock.on("data", (chunk: Buffer) => this.onData(chunk));
@@ -94,8 +97,14 @@ export class Connection {
   }
 
   private dispatch(resp: Response): void {
+    if (isSessionEvent(resp)) {
+      // Unsolicited: session holds of this connection were lost; the
+      // stream stays usable.
+      this.sessions.onEvent(resp.result.value);
+      return;
+    }
     if (resp.id === 0n) {
-      // The daemon could not read one of our frames and closes the
+      // Any other id-0 frame: the daemon could not read one of our frames and closes the
       // connection; every request on it shares that fate.
       throw new HoldfastError(resp.code, resp.message || "daemon rejected a frame", {
         field: resp.error?.field,
@@ -123,6 +132,9 @@ export class Connection {
       } else p.reject(new HoldfastError(err.code, err.message, { field: err.field }));
     }
     this.sock.destroy();
+    // The daemon releases a closed connection's session holds (a dead
+    // daemon's expire with their session TTL): none is ours any more.
+    this.sessions.connectionEnded(err);
   }
 
   close(): void {

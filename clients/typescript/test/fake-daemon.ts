@@ -9,16 +9,23 @@ import * as net from "node:net";
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { encodeFrame } from "../src/frame.js";
 import {
+  CancelResponseSchema,
   ClaimSchema,
   Code,
   ConfirmResponseSchema,
   ExtendResponseSchema,
+  GetCapacityResponseSchema,
   HealthResponseSchema,
   HoldResponseSchema,
+  PoolCapacitySchema,
+  PoolStatusSchema,
   ReleaseResponseSchema,
   RequestSchema,
   ResourceState,
   ResponseSchema,
+  SessionEventSchema,
+  SessionHoldLostSchema,
+  SetCapacityResponseSchema,
   StatusResponseSchema,
   type Request,
   type Response,
@@ -30,23 +37,52 @@ export function okFor(req: Request): Response {
   const resp = create(ResponseSchema, { id: req.id, correlationId: req.correlationId, code: Code.OK });
   const m = req.method;
   if (m.case === "hold") {
-    resp.result = { case: "hold", value: create(HoldResponseSchema, { token: "1.fake", fence: 1n, ttlMs: m.value.ttlMs || 60000 }) };
+    resp.result = { case: "hold", value: create(HoldResponseSchema, { token: "1.fake", fence: 1n, ttlMs: m.value.ttlMs || (m.value.session ? 5000 : 60000) }) };
   } else if (m.case === "release") {
-    resp.result = { case: "release", value: create(ReleaseResponseSchema, { released: m.value.ids.length }) };
+    resp.result = { case: "release", value: create(ReleaseResponseSchema, { released: m.value.ids.length + m.value.pools.length }) };
   } else if (m.case === "extend") {
     resp.result = { case: "extend", value: create(ExtendResponseSchema, { ttlMs: m.value.ttlMs }) };
   } else if (m.case === "status") {
     const resources = m.value.ids.map((id) => ({ id, state: ResourceState.FREE }));
-    resp.result = { case: "status", value: create(StatusResponseSchema, { resources }) };
+    const pools = m.value.pools.map((pool) =>
+      create(PoolStatusSchema, { pool, capacity: 5000n, sold: 4990n, held: 7n, free: 3n, owned: m.value.token ? 2 : 0, ttlMs: m.value.token ? 118250n : 0n }),
+    );
+    resp.result = { case: "status", value: create(StatusResponseSchema, { resources, pools }) };
   } else if (m.case === "confirm") {
     const claims = m.value.ids.map((resourceId) =>
       create(ClaimSchema, { resourceId, fence: 1n, reference: m.value.reference, confirmedAtUnixMs: 1764547200000n }),
     );
-    resp.result = { case: "confirm", value: create(ConfirmResponseSchema, { fence: 1n, claims }) };
+    const units = m.value.units.map((u) => ({ pool: u.pool, count: u.count }));
+    resp.result = {
+      case: "confirm",
+      value: create(ConfirmResponseSchema, { fence: 1n, claims, units, confirmedAtUnixMs: units.length ? 1764412399456n : 0n }),
+    };
+  } else if (m.case === "cancel") {
+    const units = m.value.units.map((u) => ({ pool: u.pool, count: u.count }));
+    const cancelled = m.value.ids.length + units.reduce((n, u) => n + u.count, 0);
+    resp.result = { case: "cancel", value: create(CancelResponseSchema, { cancelled, units }) };
+  } else if (m.case === "setCapacity") {
+    const pool = create(PoolCapacitySchema, { pool: m.value.pool, capacity: m.value.capacity, sold: 4990n, partitionDefault: false });
+    resp.result = { case: "setCapacity", value: create(SetCapacityResponseSchema, { pool }) };
+  } else if (m.case === "getCapacity") {
+    const pools = m.value.pools.map((pool, i) =>
+      create(PoolCapacitySchema, { pool, capacity: i === 0 ? 5000n : 1n, sold: i === 0 ? 4990n : 1n, partitionDefault: i > 0 }),
+    );
+    resp.result = { case: "getCapacity", value: create(GetCapacityResponseSchema, { pools, defaultCapacity: 1n }) };
   } else if (m.case === "health") {
     resp.result = { case: "health", value: create(HealthResponseSchema, { live: true, ready: true }) };
   }
   return resp;
+}
+
+/** The unsolicited id-0 frame that reports session holds lost. */
+export function sessionEvent(...lost: { namespace: string; partition: string; fence: bigint; reason: Code; resourceId?: string; ids?: string[]; message?: string }[]): Response {
+  return create(ResponseSchema, {
+    id: 0n,
+    code: Code.OK,
+    message: "session holds were lost",
+    result: { case: "sessionEvent", value: create(SessionEventSchema, { lost: lost.map((l) => create(SessionHoldLostSchema, { message: "lost", ...l })) }) },
+  });
 }
 
 export class FakeDaemon {

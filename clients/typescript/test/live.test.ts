@@ -9,7 +9,9 @@ import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 
 import { Client, ClientClosedError, Code, HoldfastError, ResourceState, isHoldfastError, type Hold } from "../src/index.js";
+import { livePoolTests } from "./live-pools.js";
 import { liveSegmentAndStringTests } from "./live-segments.js";
+import { liveSessionTests } from "./live-sessions.js";
 import { Stack } from "./stack.js";
 
 const NS = "seat";
@@ -282,6 +284,9 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
   // Journey segments and strings with NUL bytes (live-segments.ts), in this
   // suite so they share its stack and never run beside its daemon restart.
   liveSegmentAndStringTests(() => ({ stack, client }));
+  // Session holds (live-sessions.ts) and pools (live-pools.ts), likewise.
+  liveSessionTests(() => ({ stack, client }));
+  livePoolTests(() => ({ stack, client }));
 
   test("the daemon log never shows a token", (t) => {
     const log = stack.dir ? join(stack.dir, "holdfastd.log") : null;

@@ -1,6 +1,7 @@
 // Node 20 without `await using`: a consumer compiled with a plain tsconfig (no
-// ESNext.Disposable, target ESNext) uses withHold and hold.close() in a
-// finally, and gets the same scope-exit behaviour as `await using`.
+// ESNext.Disposable, target ESNext) uses withHold, withHoldUnits and
+// hold.close() in a finally (also for a session hold), and gets the same
+// scope-exit behaviour as `await using`.
 
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
@@ -35,10 +36,12 @@ test("withHold and hold.close() work without await using or ESNext.Disposable", 
       "body error kept: payment declined",
       "held E9 fence 1",
       "active after close: false, retryable(new Error): false",
+      "session true, lost no",
+      'sold {"adult":2,"child":1}',
     ]);
     assert.deepEqual(
       daemon.requests.map((r) => r.method.case),
-      ["hold", "confirm", "hold", "release", "hold", "release"],
+      ["hold", "confirm", "hold", "release", "hold", "release", "hold", "release", "hold", "confirm"],
     );
   } finally {
     await daemon.stop();

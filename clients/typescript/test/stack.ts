@@ -186,8 +186,32 @@ export class Stack {
     return this.dir !== null && (this.owned || existsSync(join(this.dir, "holdfastd.pid")));
   }
 
+  /**
+   * Marks this process as a user of the stack's daemon until the returned
+   * function runs: restartDaemon() in another test process (node --test runs
+   * files side by side on a machine with more cores) waits for it.
+   */
+  markInUse(): () => void {
+    if (!this.dir) return () => {};
+    const f = join(this.dir, `.in-use.${process.pid}`);
+    writeFileSync(f, `${process.pid}\n`);
+    return () => rmSync(f, { force: true });
+  }
+
+  private async waitUntilUnused(ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    for (;;) {
+      const users = readdirSync(this.dir!)
+        .map((f) => /^\.in-use\.(\d+)$/.exec(f))
+        .filter((m): m is RegExpExecArray => m !== null && Number(m[1]) !== process.pid && alive(Number(m[1])));
+      if (users.length === 0 || Date.now() > until) return;
+      await sleep(100);
+    }
+  }
+
   /** SIGTERM the daemon and start it again with the same argv, env and cwd. */
   async restartDaemon(): Promise<void> {
+    await this.waitUntilUnused(60_000);
     const pid = this.daemonPid();
     if (pid === null) throw new Error(`no holdfastd found for ${this.dir}`);
     const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);

@@ -1,11 +1,14 @@
 // Command seatreservation walks through a checkout against holdfastd:
-// hold seats E7-E9 all or nothing, keep the hold alive while the customer
-// pays, confirm it with an idempotency key, and handle the conflicts a busy
-// show produces (seats held by another shopper, seats already sold, a hold
-// that expired).
+// hold seats E7-E9 all or nothing as a session hold (the daemon keeps it
+// alive while this process is connected, and frees the seats at once if the
+// process dies), wait in line briefly if another shopper holds one, let the
+// customer pay, confirm with an idempotency key, and handle the conflicts a
+// busy show produces (seats held by another shopper, seats already sold, a
+// hold lost on the way).
 //
 //	go run ./examples/seatreservation                 # socket: $HOLDFAST_SOCKET, else /run/holdfast/holdfast.sock
 //	go run ./examples/seatreservation -socket /path/to/holdfast.sock
+//	go run ./examples/seatreservation -contend        # the rival walks away while we wait in line
 //
 // Each run books on a partition of its own (a random suffix), so it works
 // again and again on the same daemon. It exits 1 when the seats were not
@@ -30,58 +33,85 @@ func main() {
 	socket := flag.String("socket", "", "holdfastd socket (default: $HOLDFAST_SOCKET, else "+holdfast.DefaultSocketPath+")")
 	namespace := flag.String("namespace", "seat", "confirmable namespace")
 	partition := flag.String("partition", "run-2026-12-01-KTX101-"+randomHex(3), "train run / show (default: a fresh one per run)")
-	payFor := flag.Duration("pay", 4*time.Second, "how long the simulated payment takes")
-	rival := flag.Bool("rival", true, "let another shopper grab E8 first, to show conflict handling")
+	payFor := flag.Duration("pay", 6*time.Second, "how long the simulated payment takes (longer than the 5 s session TTL: the daemon renews the hold)")
+	rival := flag.Bool("rival", true, "let another shopper hold E8 first, then walk away")
+	contend := flag.Bool("contend", false, "the rival walks away while we wait in line for E8 (needs a holdfastd that waits in line)")
+	waitFor := flag.Duration("wait", 5*time.Second, "how long to wait in line for a seat another shopper holds")
 	flag.Parse()
 
-	if err := run(*socket, *namespace, *partition, *payFor, *rival); err != nil {
+	if err := run(*socket, *namespace, *partition, *payFor, *waitFor, *rival, *contend); err != nil {
 		log.Printf("not sold: %v", err)
 		os.Exit(1)
 	}
 }
 
-func run(socket, namespace, partition string, payFor time.Duration, rival bool) error {
+func run(socket, namespace, partition string, payFor, waitFor time.Duration, rival, contend bool) error {
 	ctx := context.Background()
 	client, err := holdfast.Dial(ctx, socket) // "" means $HOLDFAST_SOCKET, else the default
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
+	// Closing the client also ends its session holds: the daemon releases
+	// whatever was not confirmed.
 	defer client.Close()
 
-	seats := []string{"E7", "E8", "E9"}
 	if rival {
-		// Another shopper holds E8 for a moment, then walks away.
-		other, err := client.Hold(ctx, namespace, partition, []string{"E8"}, 1500*time.Millisecond)
-		if err == nil {
-			log.Printf("rival shopper holds E8 (%v)", other)
+		walkedAway, err := rivalShopper(ctx, socket, namespace, partition, contend)
+		if err != nil {
+			return err
+		}
+		if !contend {
+			<-walkedAway
+			if err := watchFreed(ctx, client, namespace, partition, "E8"); err != nil {
+				return err
+			}
 		}
 	}
 
 	order := "order-" + randomHex(8) // the caller's key, kept across retries
 	ctx = holdfast.WithCorrelationID(ctx, order)
 
-	hold, err := holdSeats(ctx, client, namespace, partition, seats)
-	if err != nil {
+	// A session hold: no TTL to choose and no extend loop; WithWait queues
+	// behind another shopper's hold instead of a retry loop.
+	start := time.Now()
+	hold, err := client.Hold(ctx, namespace, partition, []string{"E7", "E8", "E9"}, 0,
+		holdfast.WithSession(), holdfast.WithWait(waitFor),
+		holdfast.WithOnLost(func(h holdfast.SessionHold, err error) {
+			log.Printf("lost %v: %v", h, err)
+		}))
+	switch {
+	case err == nil:
+	case holdfast.IsHeldByAnother(err):
+		// The wait ran out (a holdfastd that predates waiting in line
+		// answers at once).
+		return fmt.Errorf("seat %s still held by another shopper after %s in line (asked to wait up to %s): %w",
+			holdfast.ResourceOf(err), time.Since(start).Round(time.Millisecond), waitFor, err)
+	case holdfast.IsConfirmed(err):
+		return fmt.Errorf("seat %s is already sold: %w", holdfast.ResourceOf(err), err)
+	default:
 		return fmt.Errorf("no seats: %w", err)
 	}
 	// Gives the seats back on every path that does not confirm; after a
 	// confirm it does nothing.
 	defer func() {
 		if err := hold.Close(); err != nil {
-			log.Printf("release: %v (the hold expires with its TTL)", err)
+			log.Printf("release: %v (the daemon releases it when the client closes)", err)
 		}
 	}()
-	log.Printf("got %v", hold) // prints no token
+	log.Printf("got %v after %s", hold, time.Since(start).Round(10*time.Microsecond)) // prints no token
 
-	// Keep the hold alive while the customer pays.
-	payCtx, stopExtending := context.WithCancel(ctx)
-	extendErr := make(chan error, 1)
-	go func() { extendErr <- keepAlive(payCtx, hold) }()
-	log.Printf("customer is paying (%s)...", payFor)
-	time.Sleep(payFor)
-	stopExtending()
-	if err := <-extendErr; err != nil {
-		return fmt.Errorf("lost the hold while paying: %w", err)
+	// The customer pays. Nothing extends the hold: the daemon renews it
+	// while this connection lives, and Done closes if it is lost anyway.
+	log.Printf("customer is paying (%s, longer than the %s session TTL)...", payFor, hold.TTL)
+	select {
+	case <-time.After(payFor):
+	case <-hold.Done():
+		return fmt.Errorf("lost the hold while paying: %w", hold.Lost())
+	}
+	st, err := hold.Status(ctx)
+	if err == nil && len(st) > 0 {
+		log.Printf("still ours after paying: %s %v owned=%v ttl=%s (renewed by the daemon)",
+			st[0].ID, st[0].State, st[0].Owned, st[0].TTL.Round(100*time.Millisecond))
 	}
 
 	conf, err := confirm(ctx, hold, order)
@@ -97,7 +127,7 @@ func run(socket, namespace, partition string, payFor time.Duration, rival bool) 
 		// claimed. Refund; the deferred Close releases what we hold.
 		return fmt.Errorf("seat %s was sold to someone else; nothing was claimed: refund the payment", holdfast.ResourceOf(err))
 	case holdfast.IsHoldLost(err):
-		return errors.New("the hold expired before confirming; ask the customer to pick again")
+		return errors.New("the hold was lost before confirming; ask the customer to pick again")
 	case errors.Is(err, holdfast.ErrUnimplemented), errors.Is(err, holdfast.ErrFailedPrecondition):
 		return fmt.Errorf("this daemon cannot confirm here: %w", err)
 	default:
@@ -105,54 +135,57 @@ func run(socket, namespace, partition string, payFor time.Duration, rival bool) 
 	}
 }
 
-// holdSeats takes all seats or none. When another shopper holds one, it
-// waits briefly and tries again; a sold seat ends the attempt.
-func holdSeats(ctx context.Context, c *holdfast.Client, ns, part string, seats []string) (*holdfast.Hold, error) {
-	for attempt := 1; ; attempt++ {
-		callCtx, cancel := context.WithTimeout(ctx, time.Second)
-		// A short TTL: an abandoned checkout frees the seats quickly; the
-		// payment step keeps extending it.
-		h, err := c.Hold(callCtx, ns, part, seats, 3*time.Second)
-		cancel()
-		switch {
-		case err == nil:
-			return h, nil
-		case holdfast.IsHeldByAnother(err) && attempt < 5:
-			log.Printf("seat %s is held by another shopper; retrying", holdfast.ResourceOf(err))
-			time.Sleep(time.Duration(attempt) * 500 * time.Millisecond)
-		case holdfast.IsConfirmed(err):
-			return nil, fmt.Errorf("seat %s is already sold: %w", holdfast.ResourceOf(err), err)
-		default:
-			return nil, err
-		}
+// rivalShopper holds E8 as a session hold on a connection of its own, then
+// walks away: closing its client makes the daemon release E8 at once, with
+// no TTL to run out. With contend it walks away 300 ms later, while we wait
+// in line; otherwise at once. The channel closes once it is gone.
+func rivalShopper(ctx context.Context, socket, ns, part string, contend bool) (<-chan struct{}, error) {
+	other, err := holdfast.Dial(ctx, socket)
+	if err != nil {
+		return nil, fmt.Errorf("connect (rival): %w", err)
 	}
+	gone := make(chan struct{})
+	h, err := other.Hold(ctx, ns, part, []string{"E8"}, 0, holdfast.WithSession())
+	if err != nil {
+		other.Close()
+		return nil, fmt.Errorf("rival: %w", err)
+	}
+	log.Printf("rival shopper holds E8 (%v)", h)
+	delay := time.Duration(0)
+	if contend {
+		delay = 300 * time.Millisecond
+	}
+	go func() {
+		defer close(gone)
+		time.Sleep(delay)
+		other.Close() // the rival's browser tab closes: E8 is free at once
+		log.Printf("rival shopper walked away (closed its client, and so its session)")
+	}()
+	return gone, nil
 }
 
-// keepAlive extends the hold every third of its TTL until ctx ends.
-func keepAlive(ctx context.Context, h *holdfast.Hold) error {
-	t := time.NewTicker(h.TTL / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-			callCtx, cancel := context.WithTimeout(ctx, time.Second)
-			ttl, err := h.Extend(callCtx, h.TTL)
-			cancel()
-			if err != nil {
-				if ctx.Err() != nil {
-					return nil // payment finished while extending
-				}
-				return err
-			}
-			log.Printf("extended: %s left", ttl)
+// watchFreed shows how soon the daemon frees a seat whose session holder
+// has gone: it looks at its status (a diagnostic) until it is free.
+func watchFreed(ctx context.Context, c *holdfast.Client, ns, part, seat string) error {
+	start := time.Now()
+	for time.Since(start) < 2*time.Second {
+		st, err := c.Status(ctx, ns, part, []string{seat})
+		if err != nil {
+			return fmt.Errorf("status: %w", err)
 		}
+		if len(st) == 1 && st[0].State == holdfast.StateFree {
+			log.Printf("%s was free %s after the rival's connection closed (no TTL to wait for)",
+				seat, time.Since(start).Round(10*time.Microsecond))
+			return nil
+		}
+		time.Sleep(time.Millisecond)
 	}
+	return fmt.Errorf("%s still held 2 s after its session holder left", seat)
 }
 
 // confirm retries on an unknown outcome with the same idempotency key, so a
-// purchase is never made twice.
+// purchase is never made twice. No sleep between tries: the client waits for
+// the daemon (reconnecting with backoff) within each try's deadline.
 func confirm(ctx context.Context, h *holdfast.Hold, key string) (*holdfast.Confirmation, error) {
 	opts := holdfast.ConfirmOptions{IdempotencyKey: key, Reference: "customer-42"}
 	var err error
@@ -165,7 +198,6 @@ func confirm(ctx context.Context, h *holdfast.Hold, key string) (*holdfast.Confi
 			return conf, err
 		}
 		log.Printf("confirm outcome unknown (%v); retrying with the same key", err)
-		time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
 	}
 	return nil, err
 }

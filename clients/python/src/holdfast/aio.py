@@ -6,7 +6,8 @@ import asyncio
 import itertools
 import logging
 import random
-from typing import Any, Callable, Dict, Generator, List, Optional, Sequence, Tuple
+from typing import (Any, Callable, Coroutine, Dict, Generator, Generic, Iterable, List, Optional,
+                    Sequence, Tuple, TypeVar)
 
 from . import _model as m
 from ._gen import holdfast_pb2 as pb
@@ -15,6 +16,8 @@ from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, PermissionDe
 from .framing import FrameError, FrameReader, decode_response, encode_request
 
 log = logging.getLogger("holdfast")
+
+T = TypeVar("T")
 
 
 class _AsyncConnection:
@@ -183,20 +186,21 @@ class AsyncClient:
                 await asyncio.sleep(m.reconnect_delay(attempt, random.random()))
                 attempt += 1
 
-    async def _call(self, method: str, msg, timeout: Optional[float],
-                    correlation_id: Optional[str],
-                    traceparent: Optional[str] = None) -> Tuple[Any, pb.Response]:
-        result, resp, _ = await self._call_on(method, msg, timeout, correlation_id, traceparent)
-        return result, resp
+    async def _run(self, call: "m.Call[T]", timeout: Optional[float],
+                   correlation_id: Optional[str], traceparent: Optional[str] = None) -> T:
+        """Send one request and wait for its answer: the API's value for it."""
+        result, _, _ = await self._call_on(call, timeout, correlation_id, traceparent)
+        return call.result(result)
 
-    async def _call_on(self, method: str, msg, timeout: Optional[float],
+    async def _call_on(self, call: "m.Call[Any]", timeout: Optional[float],
                        correlation_id: Optional[str], traceparent: Optional[str] = None
                        ) -> Tuple[Any, pb.Response, _AsyncConnection]:
-        """_call, and the connection that carried it."""
-        seconds = m.check_timeout(timeout, self.timeout)
+        """Send one request and wait for its answer: (result message, response,
+        the connection that carried it)."""
+        seconds = call.seconds(timeout, self.timeout)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
-        req = m.envelope(method, msg, correlation_id, seconds, traceparent)
+        req = m.envelope(call.method, call.msg, correlation_id, seconds, traceparent)
         self._last_connect_error = None
         try:
             try:
@@ -210,7 +214,7 @@ class AsyncClient:
             if not exc.correlation_id:
                 exc.correlation_id = req.correlation_id
             raise
-        return m.result_of(resp, method), resp, conn
+        return m.result_of(resp, call.method), resp, conn
 
     async def _roundtrip(self, req: pb.Request,
                          deadline: float) -> Tuple[pb.Response, _AsyncConnection]:
@@ -241,24 +245,24 @@ class AsyncClient:
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
              segment: Optional[m.SegmentLike] = None, session: bool = False,
              on_lost: "Optional[Callable[[AsyncHold], None]]" = None,
-             timeout: Optional[float] = None,
+             wait: Optional[float] = None, timeout: Optional[float] = None,
              correlation_id: Optional[str] = None,
-             traceparent: Optional[str] = None) -> "_HoldCall":
+             traceparent: Optional[str] = None) -> "_HoldCall[AsyncHold]":
         """`h = await client.hold(...)`, or `async with client.hold(...) as h:`
-        which releases on exit. `segment`, session=True and on_lost as in
-        Client.hold; on_lost runs on the event loop (a plain function, not a
-        coroutine)."""
-        return _HoldCall(self._hold(namespace, partition, m.check_ids(ids), ttl_ms,
-                                    m.as_segment(segment), session, on_lost, timeout,
-                                    correlation_id or m.new_correlation_id(), traceparent))
+        which releases on exit. `segment`, session=True, on_lost and wait as
+        in Client.hold; on_lost runs on the event loop (a plain function, not
+        a coroutine)."""
+        target = m.Seats.of(ids, segment)
+        call = m.hold_call(namespace, partition, target, ttl_ms, session=session, wait=wait)
+        return _HoldCall(self._hold(call, namespace, partition, target, session, on_lost,
+                                    timeout, correlation_id or m.new_correlation_id(),
+                                    traceparent))
 
-    async def _hold(self, namespace, partition, ids, ttl_ms, seg, session, on_lost, timeout,
-                    cid, traceparent=None) -> "AsyncHold":
-        r, resp, conn = await self._call_on("hold", m.hold_req(namespace, partition, ids, ttl_ms,
-                                                               seg, session), timeout, cid,
-                                            traceparent)
-        h = AsyncHold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
-                      degraded=resp.degraded, segment=seg)
+    async def _hold(self, call, namespace, partition, target, session, on_lost, timeout, cid,
+                    traceparent) -> "AsyncHold":
+        r, resp, conn = await self._call_on(call, timeout, cid, traceparent)
+        h = AsyncHold(self, namespace, partition, target.ids, r.token, r.fence, r.ttl_ms, cid,
+                      degraded=resp.degraded, segment=target.segment)
         if session and not resp.degraded:
             h._bind_session(conn.sessions, on_lost)
         return h
@@ -268,74 +272,148 @@ class AsyncClient:
                      timeout: Optional[float] = None,
                      correlation_id: Optional[str] = None,
                      traceparent: Optional[str] = None) -> int:
-        r, _ = await self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms,
-                                                       segment),
-                                timeout, correlation_id, traceparent)
-        return r.ttl_ms
+        return await self._run(m.extend_call(namespace, partition, ids, token, ttl_ms, segment),
+                               timeout, correlation_id, traceparent)
 
     async def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                       segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
                       correlation_id: Optional[str] = None,
                       traceparent: Optional[str] = None) -> int:
-        r, _ = await self._call("release", m.release_req(namespace, partition, ids, token, segment),
-                                timeout, correlation_id, traceparent)
-        return r.released
+        return await self._run(m.release_call(namespace, partition, ids, token, segment),
+                               timeout, correlation_id, traceparent)
 
     async def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                       idempotency_key: str, reference: str = "", payload: bytes = b"",
                       segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
                       correlation_id: Optional[str] = None,
                       traceparent: Optional[str] = None) -> m.ConfirmResult:
-        r, _ = await self._call("confirm", m.confirm_req(namespace, partition, ids, token,
-                                                         idempotency_key, reference, payload,
-                                                         segment),
-                                timeout, correlation_id, traceparent)
-        return m.confirm_result(r)
+        return await self._run(m.confirm_call(namespace, partition, ids, token, idempotency_key,
+                                              reference, payload, segment),
+                               timeout, correlation_id, traceparent)
 
     async def cancel(self, namespace: str, partition: str, ids: Sequence[str], *,
                      idempotency_key: str, reference: str = "",
                      segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
                      correlation_id: Optional[str] = None,
                      traceparent: Optional[str] = None) -> m.CancelResult:
-        r, _ = await self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key,
-                                                       reference, segment),
-                                timeout, correlation_id, traceparent)
-        return m.cancel_result(r)
+        return await self._run(m.cancel_call(namespace, partition, ids, idempotency_key,
+                                             reference, segment),
+                               timeout, correlation_id, traceparent)
 
     async def status(self, namespace: str, partition: str, ids: Sequence[str], *,
                      token: Optional[str] = None, segment: Optional[m.SegmentLike] = None,
                      timeout: Optional[float] = None,
                      correlation_id: Optional[str] = None,
                      traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
-        r, _ = await self._call("status", m.status_req(namespace, partition, ids, token, segment),
-                                timeout, correlation_id, traceparent)
-        return m.status_result(r)
+        return await self._run(m.status_call(namespace, partition, ids, token, segment),
+                               timeout, correlation_id, traceparent)
 
     async def health(self, *, timeout: Optional[float] = None,
                      correlation_id: Optional[str] = None,
                      traceparent: Optional[str] = None) -> m.Health:
-        r, _ = await self._call("health", pb.HealthRequest(), timeout, correlation_id, traceparent)
-        return m.health_result(r)
+        return await self._run(m.health_call(), timeout, correlation_id, traceparent)
 
     async def metrics(self, *, timeout: Optional[float] = None,
                       correlation_id: Optional[str] = None,
                       traceparent: Optional[str] = None) -> str:
-        r, _ = await self._call("metrics", pb.MetricsRequest(), timeout, correlation_id,
-                                traceparent)
-        return r.text
+        return await self._run(m.metrics_call(), timeout, correlation_id, traceparent)
+
+    # ---- pools (docs/pools.md; as in Client) --------------------------------
+
+    def hold_units(self, namespace: str, partition: str, units: m.UnitsLike, *, ttl_ms: int = 0,
+                   wait: Optional[float] = None, timeout: Optional[float] = None,
+                   correlation_id: Optional[str] = None,
+                   traceparent: Optional[str] = None) -> "_HoldCall[AsyncPoolHold]":
+        """`h = await client.hold_units(...)`, or `async with
+        client.hold_units(...) as h:` which releases on exit; as
+        Client.hold_units."""
+        target = m.Units.of(units)
+        call = m.hold_call(namespace, partition, target, ttl_ms, wait=wait)
+        return _HoldCall(self._hold_units(call, namespace, partition, target, timeout,
+                                          correlation_id or m.new_correlation_id(), traceparent))
+
+    async def _hold_units(self, call, namespace, partition, target, timeout, cid,
+                          traceparent) -> "AsyncPoolHold":
+        r, resp, _ = await self._call_on(call, timeout, cid, traceparent)
+        return AsyncPoolHold(self, namespace, partition, target.items, r.token, r.fence,
+                             r.ttl_ms, cid, degraded=resp.degraded)
+
+    async def extend_units(self, namespace: str, partition: str, pools: Iterable[str],
+                           token: str, *, ttl_ms: int = 0, timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> int:
+        return await self._run(m.extend_call(namespace, partition, m.pools_target(pools), token,
+                                             ttl_ms), timeout, correlation_id, traceparent)
+
+    async def release_units(self, namespace: str, partition: str, pools: Iterable[str],
+                            token: str, *, timeout: Optional[float] = None,
+                            correlation_id: Optional[str] = None,
+                            traceparent: Optional[str] = None) -> int:
+        return await self._run(m.release_call(namespace, partition, m.pools_target(pools), token),
+                               timeout, correlation_id, traceparent)
+
+    async def confirm_units(self, namespace: str, partition: str, units: m.UnitsLike,
+                            token: str, *, idempotency_key: str, reference: str = "",
+                            payload: bytes = b"", timeout: Optional[float] = None,
+                            correlation_id: Optional[str] = None,
+                            traceparent: Optional[str] = None) -> m.PoolConfirmResult:
+        return await self._run(m.confirm_call(namespace, partition, m.Units.of(units), token,
+                                              idempotency_key, reference, payload),
+                               timeout, correlation_id, traceparent)
+
+    async def cancel_units(self, namespace: str, partition: str, units: m.UnitsLike, *,
+                           idempotency_key: str, reference: str,
+                           timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> m.PoolCancelResult:
+        return await self._run(m.cancel_call(namespace, partition, m.Units.of(units),
+                                             idempotency_key, reference),
+                               timeout, correlation_id, traceparent)
+
+    async def pool_status(self, namespace: str, partition: str, pools: Iterable[str], *,
+                          token: Optional[str] = None, timeout: Optional[float] = None,
+                          correlation_id: Optional[str] = None,
+                          traceparent: Optional[str] = None) -> List[m.PoolStatus]:
+        return await self._run(m.status_call(namespace, partition, m.pools_target(pools), token),
+                               timeout, correlation_id, traceparent)
+
+    async def set_capacity(self, namespace: str, partition: str, pool: str, capacity: int, *,
+                           timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> m.PoolCapacity:
+        return await self._run(m.set_capacity_call(namespace, partition, pool, capacity),
+                               timeout, correlation_id, traceparent)
+
+    async def set_default_capacity(self, namespace: str, partition: str, capacity: int, *,
+                                   timeout: Optional[float] = None,
+                                   correlation_id: Optional[str] = None,
+                                   traceparent: Optional[str] = None) -> m.PoolCapacity:
+        return await self._run(m.set_capacity_call(namespace, partition, "", capacity,
+                                                   partition_default=True),
+                               timeout, correlation_id, traceparent)
+
+    async def get_capacity(self, namespace: str, partition: str, pools: Iterable[str] = (), *,
+                           timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> m.Capacities:
+        return await self._run(m.get_capacity_call(namespace, partition, pools),
+                               timeout, correlation_id, traceparent)
 
 
-class _HoldCall:
+H = TypeVar("H", bound="_AsyncHoldCalls")
+
+
+class _HoldCall(Generic[H]):
     """What AsyncClient.hold returns: await it, or use it with `async with`."""
 
-    def __init__(self, coro) -> None:
+    def __init__(self, coro: "Coroutine[Any, Any, H]") -> None:
         self._coro = coro
-        self._hold: Optional[AsyncHold] = None
+        self._hold: Optional[H] = None
 
-    def __await__(self) -> Generator[Any, None, "AsyncHold"]:
+    def __await__(self) -> Generator[Any, None, H]:
         return self._coro.__await__()
 
-    async def __aenter__(self) -> "AsyncHold":
+    async def __aenter__(self) -> H:
         self._hold = await self._coro
         return self._hold
 
@@ -344,96 +422,43 @@ class _HoldCall:
         await self._hold.__aexit__(exc_type, exc, tb)
 
 
-class AsyncHold:
-    """A granted hold (asyncio). Same contract as Hold (it remembers its
-    `segment` too); the token never appears in repr/str."""
+class _AsyncHoldCalls(m.HoldBase):
+    """The calls every asyncio hold handle makes on its own target."""
 
-    def __init__(self, client: AsyncClient, namespace: str, partition: str, ids: Sequence[str],
-                 token: str, fence: int, ttl_ms: int, correlation_id: str,
-                 degraded: bool = False, segment: Optional[m.SegmentLike] = None) -> None:
-        self._client = client
-        self.namespace = namespace
-        self.partition = partition
-        self.ids = tuple(ids)
-        self.segment = m.as_segment(segment)
-        self._token = token
-        self.fence = fence
-        self.ttl_ms = ttl_ms
-        self.correlation_id = correlation_id
-        self.degraded = degraded
-        self._active = True
-        self.session = False
-        self._sessions: Optional[m.SessionHolds] = None
-        self._on_lost: "Optional[Callable[[AsyncHold], None]]" = None
-        self._lost: Optional[HoldfastError] = None
+    _client: AsyncClient
 
-    @property
-    def token(self) -> str:
-        return self._token
+    async def _run(self, call: "m.Call[T]", timeout: Optional[float],
+                   traceparent: Optional[str]) -> T:
+        return await self._client._run(call, timeout, self.correlation_id, traceparent)
 
-    @property
-    def active(self) -> bool:
-        return self._active
+    async def _confirm(self, idempotency_key: str, reference: str, payload: bytes,
+                       timeout: Optional[float], traceparent: Optional[str]) -> Any:
+        res = await self._run(m.confirm_call(self.namespace, self.partition, self._target,
+                                             self._token, idempotency_key, reference, payload),
+                              timeout, traceparent)
+        self._finished()
+        return res
 
-    @property
-    def lost(self) -> Optional[HoldfastError]:
-        """As Hold.lost: why a session hold is no longer held, or None."""
-        return self._lost
-
-    def _bind_session(self, sessions: m.SessionHolds,
-                      on_lost: "Optional[Callable[[AsyncHold], None]]") -> None:
-        self.session = True
-        self._sessions = sessions
-        self._on_lost = on_lost
-        sessions.register(self)
-
-    def _session_lost(self, err: HoldfastError) -> None:
-        if self._active:
-            m.report_lost(self, err, self._on_lost)
-
-    def _leave_session(self) -> None:
-        if self._sessions is not None:
-            self._sessions.forget(self)
+    async def _status(self, timeout: Optional[float], traceparent: Optional[str]) -> Any:
+        return await self._run(m.status_call(self.namespace, self.partition, self._target,
+                                             self._token), timeout, traceparent)
 
     async def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None,
                      traceparent: Optional[str] = None) -> int:
-        self.ttl_ms = await self._client.extend(self.namespace, self.partition, self.ids,
-                                                self._token, ttl_ms=ttl_ms, segment=self.segment,
-                                                timeout=timeout,
-                                                correlation_id=self.correlation_id,
-                                                traceparent=traceparent)
+        """Stretch the hold's TTL; returns the TTL applied (ms)."""
+        self.ttl_ms = await self._run(m.extend_call(self.namespace, self.partition, self._target,
+                                                    self._token, ttl_ms), timeout, traceparent)
         return self.ttl_ms
 
     async def release(self, *, timeout: Optional[float] = None,
                       traceparent: Optional[str] = None) -> int:
-        n = await self._client.release(self.namespace, self.partition, self.ids, self._token,
-                                       segment=self.segment, timeout=timeout,
-                                       correlation_id=self.correlation_id,
-                                       traceparent=traceparent)
-        self._active = False
-        self._leave_session()
+        """Give the hold back; returns how many ids (pools: units) were released."""
+        n = await self._run(m.release_call(self.namespace, self.partition, self._target,
+                                           self._token), timeout, traceparent)
+        self._finished()
         return n
 
-    async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
-                      timeout: Optional[float] = None,
-                      traceparent: Optional[str] = None) -> m.ConfirmResult:
-        res = await self._client.confirm(self.namespace, self.partition, self.ids, self._token,
-                                         idempotency_key=idempotency_key, reference=reference,
-                                         payload=payload, segment=self.segment, timeout=timeout,
-                                         correlation_id=self.correlation_id,
-                                         traceparent=traceparent)
-        self._active = False
-        self._leave_session()
-        return res
-
-    async def status(self, *, timeout: Optional[float] = None,
-                     traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
-        return await self._client.status(self.namespace, self.partition, self.ids,
-                                         token=self._token, segment=self.segment, timeout=timeout,
-                                         correlation_id=self.correlation_id,
-                                         traceparent=traceparent)
-
-    async def __aenter__(self) -> "AsyncHold":
+    async def __aenter__(self: H) -> H:
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
@@ -444,7 +469,62 @@ class AsyncHold:
         except HoldfastError as err:
             m.scope_exit_failed(self, err, body_raised=exc_type is not None)
 
-    def __repr__(self) -> str:
-        return m.hold_repr(self)
 
-    __str__ = __repr__
+class AsyncHold(_AsyncHoldCalls):
+    """A granted hold (asyncio). Same contract as Hold (it remembers its
+    `segment` too); the token never appears in repr/str."""
+
+    _target: m.Seats
+
+    def __init__(self, client: AsyncClient, namespace: str, partition: str, ids: Sequence[str],
+                 token: str, fence: int, ttl_ms: int, correlation_id: str,
+                 degraded: bool = False, segment: Optional[m.SegmentLike] = None) -> None:
+        super().__init__(client, namespace, partition, m.Seats.of(ids, segment), token, fence,
+                         ttl_ms, correlation_id, degraded)
+
+    @property
+    def ids(self) -> Tuple[str, ...]:
+        return self._target.ids
+
+    @property
+    def segment(self) -> Optional[m.Segment]:
+        return self._target.segment
+
+    async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                      timeout: Optional[float] = None,
+                      traceparent: Optional[str] = None) -> m.ConfirmResult:
+        return await self._confirm(idempotency_key, reference, payload, timeout, traceparent)
+
+    async def status(self, *, timeout: Optional[float] = None,
+                     traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
+        return await self._status(timeout, traceparent)
+
+
+class AsyncPoolHold(_AsyncHoldCalls):
+    """A granted hold of units (asyncio). Same contract as PoolHold; the token
+    never appears in repr/str."""
+
+    _target: m.Units
+
+    def __init__(self, client: AsyncClient, namespace: str, partition: str, units: m.UnitsLike,
+                 token: str, fence: int, ttl_ms: int, correlation_id: str,
+                 degraded: bool = False) -> None:
+        super().__init__(client, namespace, partition, m.Units.of(units), token, fence, ttl_ms,
+                         correlation_id, degraded)
+
+    @property
+    def units(self) -> Dict[str, int]:
+        return self._target.as_dict()
+
+    @property
+    def pools(self) -> Tuple[str, ...]:
+        return self._target.pools
+
+    async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                      timeout: Optional[float] = None,
+                      traceparent: Optional[str] = None) -> m.PoolConfirmResult:
+        return await self._confirm(idempotency_key, reference, payload, timeout, traceparent)
+
+    async def status(self, *, timeout: Optional[float] = None,
+                     traceparent: Optional[str] = None) -> List[m.PoolStatus]:
+        return await self._status(timeout, traceparent)

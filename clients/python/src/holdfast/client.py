@@ -9,7 +9,7 @@ import select
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar
 
 from . import _model as m
 from ._gen import holdfast_pb2 as pb
@@ -18,6 +18,8 @@ from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, PermissionDe
 from .framing import FrameError, FrameReader, decode_response, encode_request
 
 log = logging.getLogger("holdfast")
+
+T = TypeVar("T")
 
 
 class _Pending:
@@ -261,26 +263,27 @@ class Client:
                 time.sleep(min(m.reconnect_delay(attempt, random.random()), remaining))
                 attempt += 1
 
-    def _call(self, method: str, msg, timeout: Optional[float],
-              correlation_id: Optional[str],
-              traceparent: Optional[str] = None) -> Tuple[Any, pb.Response]:
-        """Send one request and wait for its answer: (result message, response)."""
-        result, resp, _ = self._call_on(method, msg, timeout, correlation_id, traceparent)
-        return result, resp
+    def _run(self, call: "m.Call[T]", timeout: Optional[float], correlation_id: Optional[str],
+             traceparent: Optional[str] = None) -> T:
+        """Send one request and wait for its answer: the API's value for it."""
+        result, _, _ = self._call_on(call, timeout, correlation_id, traceparent)
+        return call.result(result)
 
-    def _call_on(self, method: str, msg, timeout: Optional[float], correlation_id: Optional[str],
-                 traceparent: Optional[str] = None) -> Tuple[Any, pb.Response, "_Connection"]:
-        """_call, and the connection that carried it."""
-        seconds = m.check_timeout(timeout, self.timeout)
+    def _call_on(self, call: "m.Call[Any]", timeout: Optional[float],
+                 correlation_id: Optional[str], traceparent: Optional[str] = None
+                 ) -> Tuple[Any, pb.Response, "_Connection"]:
+        """Send one request and wait for its answer: (result message, response,
+        the connection that carried it)."""
+        seconds = call.seconds(timeout, self.timeout)
         deadline = time.monotonic() + seconds
-        req = m.envelope(method, msg, correlation_id, seconds, traceparent)
+        req = m.envelope(call.method, call.msg, correlation_id, seconds, traceparent)
         try:
             resp, conn = self._roundtrip(req, deadline, seconds)
         except HoldfastError as exc:
             if not exc.correlation_id:
                 exc.correlation_id = req.correlation_id
             raise
-        return m.result_of(resp, method), resp, conn
+        return m.result_of(resp, call.method), resp, conn
 
     def _roundtrip(self, req: pb.Request, deadline: float,
                    seconds: float) -> Tuple[pb.Response, "_Connection"]:
@@ -311,7 +314,7 @@ class Client:
 
     def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
              segment: Optional[m.SegmentLike] = None, session: bool = False,
-             on_lost: "Optional[Callable[[Hold], None]]" = None,
+             on_lost: "Optional[Callable[[Hold], None]]" = None, wait: Optional[float] = None,
              timeout: Optional[float] = None, correlation_id: Optional[str] = None,
              traceparent: Optional[str] = None) -> "Hold":
         """Hold every id of `ids` in one partition, all or nothing.
@@ -328,14 +331,21 @@ class Client:
         exits or is killed). ttl_ms must then be 0. If the daemon cannot keep
         it, or the connection ends, `hold.lost` becomes the error that says
         why and `on_lost(hold)` runs once: on the client's reader thread, or
-        in close() (keep it short)."""
-        ids = m.check_ids(ids)
-        seg = m.as_segment(segment)
+        in close() (keep it short).
+
+        wait=seconds waits in line (docs/waiting.md) when an id is held by
+        another token, instead of raising HeldByAnother at once: waiters are
+        served in arrival order, all ids or none. When the wait runs out it
+        raises HeldByAnother (or DeadlineExceeded), as without a wait; a sold
+        id raises Confirmed at once. The call's deadline is then at least
+        wait + 1 s (whatever `timeout` says), so the daemon answers first."""
+        target = m.Seats.of(ids, segment)
         cid = correlation_id or m.new_correlation_id()
-        r, resp, conn = self._call_on("hold", m.hold_req(namespace, partition, ids, ttl_ms, seg,
-                                                         session), timeout, cid, traceparent)
-        h = Hold(self, namespace, partition, ids, r.token, r.fence, r.ttl_ms, cid,
-                 degraded=resp.degraded, segment=seg)
+        r, resp, conn = self._call_on(m.hold_call(namespace, partition, target, ttl_ms,
+                                                  session=session, wait=wait),
+                                      timeout, cid, traceparent)
+        h = Hold(self, namespace, partition, target.ids, r.token, r.fence, r.ttl_ms, cid,
+                 degraded=resp.degraded, segment=target.segment)
         if session and not resp.degraded:
             h._bind_session(conn.sessions, on_lost)
         return h
@@ -345,17 +355,15 @@ class Client:
                timeout: Optional[float] = None, correlation_id: Optional[str] = None,
                traceparent: Optional[str] = None) -> int:
         """Stretch a hold's TTL (owner-checked); returns the TTL applied."""
-        r, _ = self._call("extend", m.extend_req(namespace, partition, ids, token, ttl_ms, segment),
-                          timeout, correlation_id, traceparent)
-        return r.ttl_ms
+        return self._run(m.extend_call(namespace, partition, ids, token, ttl_ms, segment),
+                         timeout, correlation_id, traceparent)
 
     def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                 segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
                 correlation_id: Optional[str] = None, traceparent: Optional[str] = None) -> int:
         """Give a hold back (owner-checked); returns how many ids were released."""
-        r, _ = self._call("release", m.release_req(namespace, partition, ids, token, segment),
-                          timeout, correlation_id, traceparent)
-        return r.released
+        return self._run(m.release_call(namespace, partition, ids, token, segment),
+                         timeout, correlation_id, traceparent)
 
     def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
                 idempotency_key: str, reference: str = "", payload: bytes = b"",
@@ -365,10 +373,9 @@ class Client:
         """Turn a hold into a durable claim. Retry with the same idempotency_key
         after Unavailable/DeadlineExceeded: a confirm that committed answers
         again with its stored result (`replayed=True`)."""
-        r, _ = self._call("confirm", m.confirm_req(namespace, partition, ids, token, idempotency_key,
-                                                   reference, payload, segment),
-                          timeout, correlation_id, traceparent)
-        return m.confirm_result(r)
+        return self._run(m.confirm_call(namespace, partition, ids, token, idempotency_key,
+                                        reference, payload, segment),
+                         timeout, correlation_id, traceparent)
 
     def cancel(self, namespace: str, partition: str, ids: Sequence[str], *, idempotency_key: str,
                reference: str = "", segment: Optional[m.SegmentLike] = None,
@@ -377,10 +384,9 @@ class Client:
                traceparent: Optional[str] = None) -> m.CancelResult:
         """Remove confirmed claims so the resources can be sold again (with
         `segment`: only those legs)."""
-        r, _ = self._call("cancel", m.cancel_req(namespace, partition, ids, idempotency_key,
-                                                 reference, segment),
-                          timeout, correlation_id, traceparent)
-        return m.cancel_result(r)
+        return self._run(m.cancel_call(namespace, partition, ids, idempotency_key, reference,
+                                       segment),
+                         timeout, correlation_id, traceparent)
 
     def status(self, namespace: str, partition: str, ids: Sequence[str], *,
                token: Optional[str] = None, segment: Optional[m.SegmentLike] = None,
@@ -389,119 +395,153 @@ class Client:
                traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
         """Diagnostic state of each id (with `segment`: of each leg, "<id>@<leg>");
         never permission for anything."""
-        r, _ = self._call("status", m.status_req(namespace, partition, ids, token, segment),
-                          timeout, correlation_id, traceparent)
-        return m.status_result(r)
+        return self._run(m.status_call(namespace, partition, ids, token, segment),
+                         timeout, correlation_id, traceparent)
 
     def health(self, *, timeout: Optional[float] = None,
                correlation_id: Optional[str] = None, traceparent: Optional[str] = None) -> m.Health:
-        return m.health_result(self._call("health", pb.HealthRequest(), timeout, correlation_id,
-                                          traceparent)[0])
+        return self._run(m.health_call(), timeout, correlation_id, traceparent)
 
     def metrics(self, *, timeout: Optional[float] = None,
                 correlation_id: Optional[str] = None, traceparent: Optional[str] = None) -> str:
         """The daemon's counters in Prometheus text format."""
-        return self._call("metrics", pb.MetricsRequest(), timeout, correlation_id,
-                          traceparent)[0].text
+        return self._run(m.metrics_call(), timeout, correlation_id, traceparent)
+
+    # ---- pools (docs/pools.md) ----------------------------------------------
+
+    def hold_units(self, namespace: str, partition: str, units: m.UnitsLike, *, ttl_ms: int = 0,
+                   wait: Optional[float] = None, timeout: Optional[float] = None,
+                   correlation_id: Optional[str] = None,
+                   traceparent: Optional[str] = None) -> "PoolHold":
+        """Hold `count` units of each pool in a namespace of kind "pools",
+        all or nothing: `units` is {"adult": 2, "child": 1} (or (pool, count)
+        pairs). Returns a PoolHold; use it as a context manager to release it
+        on exit. ttl_ms=0 uses the namespace's default TTL.
+
+        HeldByAnother (resource_id: the pool) when a pool has fewer units free
+        than asked (the rest is held: holds expire, try later); Confirmed
+        when it has fewer left unsold (sold out). Nothing is taken then.
+        `wait` (seconds) as in hold: wait in line for held units."""
+        target = m.Units.of(units)
+        cid = correlation_id or m.new_correlation_id()
+        r, resp, _ = self._call_on(m.hold_call(namespace, partition, target, ttl_ms, wait=wait),
+                                   timeout, cid, traceparent)
+        return PoolHold(self, namespace, partition, target.items, r.token, r.fence, r.ttl_ms,
+                        cid, degraded=resp.degraded)
+
+    def extend_units(self, namespace: str, partition: str, pools: Iterable[str], token: str, *,
+                     ttl_ms: int = 0, timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> int:
+        """Stretch the TTL of a hold of units (owner-checked, every pool of it);
+        returns the TTL applied."""
+        return self._run(m.extend_call(namespace, partition, m.pools_target(pools), token, ttl_ms),
+                         timeout, correlation_id, traceparent)
+
+    def release_units(self, namespace: str, partition: str, pools: Iterable[str], token: str, *,
+                      timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                      traceparent: Optional[str] = None) -> int:
+        """Give a hold of units back (owner-checked); returns how many units."""
+        return self._run(m.release_call(namespace, partition, m.pools_target(pools), token),
+                         timeout, correlation_id, traceparent)
+
+    def confirm_units(self, namespace: str, partition: str, units: m.UnitsLike, token: str, *,
+                      idempotency_key: str, reference: str = "", payload: bytes = b"",
+                      timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                      traceparent: Optional[str] = None) -> m.PoolConfirmResult:
+        """Sell exactly the units the token holds (else InvalidArgument,
+        nothing decided). Conflict when PostgreSQL has too few units left or
+        the hold was already confirmed; retry with the same idempotency_key
+        after Unavailable/DeadlineExceeded (`replayed=True`)."""
+        return self._run(m.confirm_call(namespace, partition, m.Units.of(units), token,
+                                        idempotency_key, reference, payload),
+                         timeout, correlation_id, traceparent)
+
+    def cancel_units(self, namespace: str, partition: str, units: m.UnitsLike, *,
+                     idempotency_key: str, reference: str, timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.PoolCancelResult:
+        """Give back `count` units of each pool from those sold under
+        `reference` (the order confirmed with it), all pools or none:
+        NotFound (resource_id: the pool) when fewer are sold under it."""
+        return self._run(m.cancel_call(namespace, partition, m.Units.of(units), idempotency_key,
+                                       reference),
+                         timeout, correlation_id, traceparent)
+
+    def pool_status(self, namespace: str, partition: str, pools: Iterable[str], *,
+                    token: Optional[str] = None, timeout: Optional[float] = None,
+                    correlation_id: Optional[str] = None,
+                    traceparent: Optional[str] = None) -> List[m.PoolStatus]:
+        """Capacity, sold, held and free units per pool (from the Redis
+        mirror), and with `token` that token's units and TTL; a diagnostic."""
+        return self._run(m.status_call(namespace, partition, m.pools_target(pools), token),
+                         timeout, correlation_id, traceparent)
+
+    def set_capacity(self, namespace: str, partition: str, pool: str, capacity: int, *,
+                     timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.PoolCapacity:
+        """Set a pool's capacity (units it may sell in total, sold included) in
+        PostgreSQL. FailedPrecondition (field "capacity") below what is sold.
+        An absolute value: safe to retry."""
+        return self._run(m.set_capacity_call(namespace, partition, pool, capacity),
+                         timeout, correlation_id, traceparent)
+
+    def set_default_capacity(self, namespace: str, partition: str, capacity: int, *,
+                             timeout: Optional[float] = None,
+                             correlation_id: Optional[str] = None,
+                             traceparent: Optional[str] = None) -> m.PoolCapacity:
+        """Set the partition's default capacity: that of every pool of it with
+        none of its own (e.g. 1 for one-per-user pools)."""
+        return self._run(m.set_capacity_call(namespace, partition, "", capacity,
+                                             partition_default=True),
+                         timeout, correlation_id, traceparent)
+
+    def get_capacity(self, namespace: str, partition: str, pools: Iterable[str] = (), *,
+                     timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.Capacities:
+        """Capacity in effect and sold units per pool, and the partition's
+        default, as PostgreSQL has them (also refreshes the Redis mirror)."""
+        return self._run(m.get_capacity_call(namespace, partition, pools),
+                         timeout, correlation_id, traceparent)
 
 
-class Hold:
-    """A granted hold. The token is available as `.token` but never shown by
-    repr/str. As a context manager it releases the hold on exit unless it was
-    released or confirmed through it; an expired hold (NOT_HELD), one taken
-    over since (HELD_BY_ANOTHER) or sold (CONFIRMED) is not an error there.
-    `segment` is the journey segment it holds (None outside namespaces with
-    legs); every later call through it acts on the same legs."""
+class _HoldCalls(m.HoldBase):
+    """The calls every blocking hold handle makes on its own target."""
 
-    def __init__(self, client: Client, namespace: str, partition: str, ids: Sequence[str],
-                 token: str, fence: int, ttl_ms: int, correlation_id: str,
-                 degraded: bool = False, segment: Optional[m.SegmentLike] = None) -> None:
-        self._client = client
-        self.namespace = namespace
-        self.partition = partition
-        self.ids = tuple(ids)
-        self.segment = m.as_segment(segment)
-        self._token = token
-        self.fence = fence
-        self.ttl_ms = ttl_ms
-        self.correlation_id = correlation_id
-        self.degraded = degraded
-        self._active = True
-        self.session = False
-        self._sessions: Optional[m.SessionHolds] = None
-        self._on_lost: "Optional[Callable[[Hold], None]]" = None
-        self._lost: Optional[HoldfastError] = None
+    _client: Client
 
-    @property
-    def token(self) -> str:
-        """The proof of ownership. Keep it secret: do not log it."""
-        return self._token
+    def _run(self, call: "m.Call[T]", timeout: Optional[float],
+             traceparent: Optional[str]) -> T:
+        return self._client._run(call, timeout, self.correlation_id, traceparent)
 
-    @property
-    def active(self) -> bool:
-        """False once released or confirmed through this object."""
-        return self._active
+    def _confirm(self, idempotency_key: str, reference: str, payload: bytes,
+                 timeout: Optional[float], traceparent: Optional[str]) -> Any:
+        res = self._run(m.confirm_call(self.namespace, self.partition, self._target, self._token,
+                                       idempotency_key, reference, payload),
+                        timeout, traceparent)
+        self._finished()  # the daemon released/marked the hold after committing
+        return res
 
-    @property
-    def lost(self) -> Optional[HoldfastError]:
-        """A session hold the daemon reported lost, or whose connection ended:
-        the error that says why (NotHeld, HeldByAnother, Confirmed, or
-        Unavailable for the connection); None while it is held."""
-        return self._lost
-
-    def _bind_session(self, sessions: m.SessionHolds,
-                      on_lost: "Optional[Callable[[Hold], None]]") -> None:
-        self.session = True
-        self._sessions = sessions
-        self._on_lost = on_lost
-        sessions.register(self)
-
-    def _session_lost(self, err: HoldfastError) -> None:
-        if self._active:
-            m.report_lost(self, err, self._on_lost)
-
-    def _leave_session(self) -> None:
-        if self._sessions is not None:
-            self._sessions.forget(self)
+    def _status(self, timeout: Optional[float], traceparent: Optional[str]) -> Any:
+        return self._run(m.status_call(self.namespace, self.partition, self._target, self._token),
+                         timeout, traceparent)
 
     def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None,
                traceparent: Optional[str] = None) -> int:
-        self.ttl_ms = self._client.extend(self.namespace, self.partition, self.ids, self._token,
-                                          ttl_ms=ttl_ms, segment=self.segment, timeout=timeout,
-                                          correlation_id=self.correlation_id,
-                                          traceparent=traceparent)
+        """Stretch the hold's TTL; returns the TTL applied (ms)."""
+        self.ttl_ms = self._run(m.extend_call(self.namespace, self.partition, self._target,
+                                              self._token, ttl_ms), timeout, traceparent)
         return self.ttl_ms
 
     def release(self, *, timeout: Optional[float] = None,
                 traceparent: Optional[str] = None) -> int:
-        n = self._client.release(self.namespace, self.partition, self.ids, self._token,
-                                 segment=self.segment, timeout=timeout,
-                                 correlation_id=self.correlation_id,
-                                 traceparent=traceparent)
-        self._active = False
-        self._leave_session()
+        """Give the hold back; returns how many ids (pools: units) were released."""
+        n = self._run(m.release_call(self.namespace, self.partition, self._target, self._token),
+                      timeout, traceparent)
+        self._finished()
         return n
 
-    def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
-                timeout: Optional[float] = None,
-                traceparent: Optional[str] = None) -> m.ConfirmResult:
-        res = self._client.confirm(self.namespace, self.partition, self.ids, self._token,
-                                   idempotency_key=idempotency_key, reference=reference,
-                                   payload=payload, segment=self.segment, timeout=timeout,
-                                   correlation_id=self.correlation_id,
-                                   traceparent=traceparent)
-        self._active = False  # the daemon released/marked the hold after committing
-        self._leave_session()
-        return res
-
-    def status(self, *, timeout: Optional[float] = None,
-               traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
-        return self._client.status(self.namespace, self.partition, self.ids, token=self._token,
-                                   segment=self.segment, timeout=timeout,
-                                   correlation_id=self.correlation_id,
-                                   traceparent=traceparent)
-
-    def __enter__(self) -> "Hold":
+    def __enter__(self: "H") -> "H":
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -512,7 +552,73 @@ class Hold:
         except HoldfastError as err:
             m.scope_exit_failed(self, err, body_raised=exc_type is not None)
 
-    def __repr__(self) -> str:
-        return m.hold_repr(self)
 
-    __str__ = __repr__
+H = TypeVar("H", bound=_HoldCalls)
+
+
+class Hold(_HoldCalls):
+    """A granted hold. The token is available as `.token` but never shown by
+    repr/str. As a context manager it releases the hold on exit unless it was
+    released or confirmed through it; an expired hold (NOT_HELD), one taken
+    over since (HELD_BY_ANOTHER) or sold (CONFIRMED) is not an error there.
+    `segment` is the journey segment it holds (None outside namespaces with
+    legs); every later call through it acts on the same legs."""
+
+    _target: m.Seats
+
+    def __init__(self, client: Client, namespace: str, partition: str, ids: Sequence[str],
+                 token: str, fence: int, ttl_ms: int, correlation_id: str,
+                 degraded: bool = False, segment: Optional[m.SegmentLike] = None) -> None:
+        super().__init__(client, namespace, partition, m.Seats.of(ids, segment), token, fence,
+                         ttl_ms, correlation_id, degraded)
+
+    @property
+    def ids(self) -> Tuple[str, ...]:
+        return self._target.ids
+
+    @property
+    def segment(self) -> Optional[m.Segment]:
+        return self._target.segment
+
+    def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                timeout: Optional[float] = None,
+                traceparent: Optional[str] = None) -> m.ConfirmResult:
+        return self._confirm(idempotency_key, reference, payload, timeout, traceparent)
+
+    def status(self, *, timeout: Optional[float] = None,
+               traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
+        return self._status(timeout, traceparent)
+
+
+class PoolHold(_HoldCalls):
+    """A granted hold of units (a namespace of kind "pools"). Like Hold: the
+    token is never shown by repr/str, and as a context manager it releases
+    the units on exit unless they were released or confirmed through it.
+    `units` is {pool: count}, `pools` the pool names."""
+
+    _target: m.Units
+
+    def __init__(self, client: Client, namespace: str, partition: str, units: m.UnitsLike,
+                 token: str, fence: int, ttl_ms: int, correlation_id: str,
+                 degraded: bool = False) -> None:
+        super().__init__(client, namespace, partition, m.Units.of(units), token, fence, ttl_ms,
+                         correlation_id, degraded)
+
+    @property
+    def units(self) -> Dict[str, int]:
+        return self._target.as_dict()
+
+    @property
+    def pools(self) -> Tuple[str, ...]:
+        return self._target.pools
+
+    def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                timeout: Optional[float] = None,
+                traceparent: Optional[str] = None) -> m.PoolConfirmResult:
+        """Sell the held units (see Client.confirm_units)."""
+        return self._confirm(idempotency_key, reference, payload, timeout, traceparent)
+
+    def status(self, *, timeout: Optional[float] = None,
+               traceparent: Optional[str] = None) -> List[m.PoolStatus]:
+        """Each pool of the hold, with this hold's units (`owned`) and TTL."""
+        return self._status(timeout, traceparent)

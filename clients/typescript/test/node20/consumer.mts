@@ -2,7 +2,7 @@
 // contract's scope-exit rule. Compiled by test/node20.test.ts with the plain
 // tsconfig.json beside it; prints one line per step.
 
-import { Client, isRetryable, withHold } from "../../dist/src/index.js";
+import { Client, isRetryable, withHold, withHoldUnits } from "../../dist/src/index.js";
 
 const client = new Client({ socketPath: process.argv[2] });
 try {
@@ -29,6 +29,20 @@ try {
     await hold.close();
   }
   console.log(`active after close: ${hold.active}, retryable(new Error): ${isRetryable(new Error("x"))}`);
+
+  // A session hold that waits in line, left with close() in a finally.
+  const session = await client.hold("seat", "p", ["E10"], { session: true, wait: 1000, onLost: () => console.log("lost") });
+  try {
+    console.log(`session ${session.session}, lost ${session.lost === undefined ? "no" : "yes"}`);
+  } finally {
+    await session.close();
+  }
+
+  // Pool units with withHoldUnits: confirmed inside.
+  const sold = await withHoldUnits(client, "ga", "show", { adult: 2, child: 1 }, {}, (units) =>
+    units.confirm({ idempotencyKey: "order-2:confirm", reference: "order-2" }),
+  );
+  console.log(`sold ${JSON.stringify(sold.units)}`);
 } finally {
   client.close();
 }

@@ -1,0 +1,154 @@
+/* hold_grant.c - the steps after Redis grants a hold (see hold_grant.h). */
+#include "hold_grant.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
+#include "ops_common.h"
+#include "policy.h"
+
+bool hf_grant_prepare(struct hf_grant *g) {
+    if (hf_token_random(g->random) == 0) return true;
+    hf_request_fail(g->req, HF_CODE(INTERNAL), NULL, NULL, "getrandom failed");
+    return false;
+}
+
+static void answer_withdrawn(struct hf_grant *g) {
+    /* Answered only now, so a retry never meets its own withdrawn grant. */
+    if (g->why_withdrawn)
+        hf_request_fail(g->req, HF_CODE(UNAVAILABLE), NULL, NULL, "%s", g->why_withdrawn);
+    g->done(g);
+}
+
+static void on_undo_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct hf_grant *g = privdata;
+    struct hf_daemon *d = g->req->d;
+    if (status != HF_REDIS_OK || r->type == REDIS_REPLY_ERROR)
+        log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
+                 g->req->correlation_id, g->ttl);
+    else if (g->release_fn == HF_FN_RELEASE && d->wake_released)
+        d->wake_released(d, g->keys, g->key_lens, g->n_keys); /* the line tries now */
+    answer_withdrawn(g);
+}
+
+/* Give back a grant nobody will use, owner-checked by the release function. */
+static void withdraw(struct hf_grant *g) {
+    const char *args[] = {g->token};
+    size_t lens[] = {strlen(g->token)};
+    if (hf_front_call(g->req->d->redis, NULL, g->release_fn, g->n_keys, g->keys, g->key_lens, 1,
+                      args, lens, g->req->cfg->redis_command_timeout_ms, on_undo_reply, g) != 0) {
+        log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
+                 g->req->correlation_id, g->ttl);
+        answer_withdrawn(g);
+    }
+}
+
+static void answer(struct hf_grant *g) {
+    if (g->keep && !g->keep(g)) {
+        withdraw(g);
+        return;
+    }
+    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
+    Holdfast__V1__HoldResponse hr = HOLDFAST__V1__HOLD_RESPONSE__INIT;
+    hr.token = g->token;
+    hr.fence = g->fence;
+    hr.ttl_ms = g->ttl;
+    resp.code = HF_CODE(OK);
+    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_HOLD;
+    resp.hold = &hr;
+    hf_request_reply(g->req, &resp);
+    g->done(g);
+}
+
+static void on_wait_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
+    struct hf_grant *g = privdata;
+    struct hf_request *req = g->req;
+    long long acks = status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    if (acks >= (long long)g->ns->min_replicas_ack && !req->answered) {
+        answer(g);
+        return;
+    }
+    if (!req->answered) {
+        hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
+        snprintf(g->why_withdrawn_buf, sizeof g->why_withdrawn_buf,
+                 "only %lld of %u replicas acknowledged the hold; withdrawn", acks < 0 ? 0 : acks,
+                 g->ns->min_replicas_ack);
+        g->why_withdrawn = g->why_withdrawn_buf;
+    } else {
+        hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
+    }
+    withdraw(g);
+}
+
+void hf_grant_granted(struct hf_grant *g, const redisReply *r) {
+    struct hf_request *req = g->req;
+    const redisReply *fence = r->elements > 1 ? r->element[1] : NULL;
+    size_t token_len = 0;
+    if (fence && fence->type == REDIS_REPLY_STRING && fence->len > 0 && fence->len <= 20) {
+        /* "<fence>.<random>": sizeof token covers 20 + 1 + the random part. */
+        memcpy(g->token, fence->str, fence->len);
+        g->token[fence->len] = '.';
+        memcpy(g->token + fence->len + 1, g->random, HF_TOKEN_RANDOM_CHARS + 1);
+        token_len = fence->len + 1 + HF_TOKEN_RANDOM_CHARS;
+    }
+    if (!token_len || !hf_token_parse(g->token, token_len, &g->fence)) {
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "hold script returned a bad fence");
+        g->done(g);
+        return;
+    }
+    hf_request_note_token(req, g->token, token_len);
+    if (req->answered || hf_request_client_gone(req)) {
+        /* The deadline passed while Redis was granting, or the client has
+         * gone: nobody will ever know this token, so give it back now. */
+        hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
+        if (!req->answered) g->why_withdrawn = "the client disconnected before the grant";
+        withdraw(g);
+        return;
+    }
+    uint32_t replicas = g->ns->min_replicas_ack;
+    if (replicas == 0) {
+        answer(g);
+        return;
+    }
+    /* WAIT covers the writes of this connection, which made the grant. */
+    char n[16], ms[16];
+    snprintf(n, sizeof n, "%u", replicas);
+    snprintf(ms, sizeof ms, "%u", hf_request_backend_timeout(req, g->ns->replicas_ack_timeout_ms));
+    const char *argv[] = {"WAIT", n, ms};
+    uint32_t budget = hf_request_remaining_ms(req) + g->ns->replicas_ack_timeout_ms;
+    if (hf_redis_conn_command(g->conn, 3, argv, NULL, budget, on_wait_reply, g) != 0) {
+        hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
+        g->why_withdrawn = "redis connection lost before replicas acknowledged; withdrawn";
+        withdraw(g);
+    }
+}
+
+bool hf_grant_admitted(struct hf_request *req, const struct hf_namespace *ns,
+                       char *const *ids, size_t n_ids, uint32_t *ttl) {
+    struct hf_hold_facts facts = {
+        .op = "hold",
+        .partition = req->partition,
+        .ids = ids,
+        .n_ids = n_ids,
+        .ttl_ms = *ttl,
+        .correlation_id = req->correlation_id,
+        .uid = req->peer_uid,
+        .gid = req->peer_gid,
+    };
+    char why[256];
+    switch (hf_policy_admit(req->cfg, ns, &facts, ttl, why, sizeof why)) {
+    case HF_ADMIT:
+        return true;
+    case HF_DENY:
+        hf_request_fail(req, HF_CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
+        return false;
+    default:
+        hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
+        /* policy.c logs the reasons, at a bounded rate. */
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
+        return false;
+    }
+}
