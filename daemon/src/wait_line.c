@@ -3,7 +3,6 @@
  * connection that tells them when a release or a sale named their ticket. */
 #include "wait_line.h"
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +11,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "numfmt.h"
+#include "redis_events.h"
 #include "request.h"
 #include "token.h"
 
@@ -495,7 +495,7 @@ static void sub_connect(struct hf_wait_hub *h) {
         return;
     }
     ac->data = h;
-    if (redisLibuvAttach(ac, h->d->loop) != REDIS_OK) {
+    if (hf_redis_events_attach(ac, h->d->loop) != REDIS_OK) {
         redisAsyncFree(ac);
         schedule_reconnect(h, "could not attach");
         return;
