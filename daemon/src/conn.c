@@ -310,6 +310,12 @@ static void flush(struct hf_conn *conn) {
     }
 }
 
+void hf_conn_flush(struct hf_conn *conn) {
+    if (conn->closing) return;
+    uv_prepare_stop(&conn->flusher);
+    flush(conn);
+}
+
 /* Before the loop waits again: every answer of this iteration in one write
  * (one writev for up to WRITE_BATCH_FRAMES answers), not one write each. */
 static void on_flusher(uv_prepare_t *p) {
