@@ -508,55 +508,10 @@ local function line_leave(waiters, lines, ticket, now, wake)
   end
 end
 
--- Hold with a wait, all or nothing: granted only when every id is free and
--- the ticket heads every line (or the line is empty); otherwise the ticket
--- stays in (or joins) every line for ARGV[4] ms more, or with ARGV[4] = 0
--- leaves them.
--- KEYS[1] = fence counter, KEYS[2] = the partition's waiters, then the n
--- hold keys, then the n lines. ARGV[1] = random part of the token, ARGV[2] =
--- TTL in ms, ARGV[3] = ticket, ARGV[4] = lease in ms.
--- -> {GRANTED, fence} | {CONFIRMED, index}
---    | {HELD_BY_ANOTHER, index, ms until the holders' keys expire (-1: not
---       held, only queued), 1 when the ticket heads every line}
-local function hold_wait(keys, args)
-  local n = (#keys - 2) / 2
-  local waiters, ticket, lease = keys[2], args[3], tonumber(args[4])
-  local now = pool_now()
-  local lines = {}
-  for i = 1, n do lines[i] = keys[2 + n + i] end
-  for i = 1, n do
-    local value = redis.call('GET', keys[2 + i])
-    if value and is_confirmed(value) then
-      line_leave(waiters, lines, ticket, now, false)
-      return {CONFIRMED, i}
-    end
-  end
-  local blocked, first, pttl = 0, 1, -1
-  for i = 1, n do
-    local head = line_head(lines[i], waiters, now, ticket)
-    if head and head ~= ticket then
-      first = 0
-      if blocked == 0 then blocked = i end
-    end
-  end
-  for i = 1, n do
-    local left = redis.call('PTTL', keys[2 + i])
-    if left ~= -2 then
-      if blocked == 0 then blocked = i end
-      if left > pttl then pttl = left end
-    end
-  end
-  if blocked == 0 then
-    local fence = hold({keys[1], unpack(keys, 3, 2 + n)}, args)[2]
-    line_leave(waiters, lines, ticket, now, false)
-    return {GRANTED, fence}
-  end
-  if lease <= 0 then
-    line_leave(waiters, lines, ticket, now, true)
-    return {HELD_BY_ANOTHER, blocked, pttl, first}
-  end
+-- Join (or stay in) every line at its tail, lease renewed.
+local function line_join(waiters, lines, ticket, now, lease)
   local alive = (tonumber(redis.call('HGET', waiters, ticket)) or 0) > now
-  for i = 1, n do
+  for i = 1, #lines do
     if not alive then redis.call('ZREM', lines[i], ticket) end
     if not alive or not redis.call('ZSCORE', lines[i], ticket) then
       local tail = redis.call('ZRANGE', lines[i], -1, -1, 'WITHSCORES')
@@ -566,7 +521,92 @@ local function hold_wait(keys, args)
   end
   redis.call('HSET', waiters, ticket, now + lease)
   keep_key(waiters, lease)
+end
+
+-- The ticket heads every line (or the line is empty): 1, 0; else 0 and the
+-- index of the first line where another waiter is ahead.
+local function line_first(waiters, lines, ticket, now)
+  local first, blocked = 1, 0
+  for i = 1, #lines do
+    local head = line_head(lines[i], waiters, now, ticket)
+    if head and head ~= ticket then
+      first = 0
+      if blocked == 0 then blocked = i end
+    end
+  end
+  return first, blocked
+end
+
+-- Hold with a wait, all or nothing: granted only when every id is free and
+-- the ticket heads every line (or the line is empty); otherwise the ticket
+-- stays in (or joins) every line for ARGV[4] ms more.
+-- KEYS[1] = fence counter, then the n hold keys, the partition's waiters,
+-- the n lines. ARGV[1] = random part of the token, ARGV[2] = TTL in ms,
+-- ARGV[3] = ticket, ARGV[4] = lease in ms.
+-- -> {GRANTED, fence} | {CONFIRMED, index}
+--    | {HELD_BY_ANOTHER, index, ms until the holders' keys expire (-1: not
+--       held, only queued), 1 when the ticket heads every line}
+local function hold_wait(keys, args)
+  local n = (#keys - 2) / 2
+  local waiters, ticket, lease = keys[n + 2], args[3], tonumber(args[4])
+  local now = pool_now()
+  local lines = {}
+  for i = 1, n do lines[i] = keys[n + 2 + i] end
+  for i = 1, n do
+    local value = redis.call('GET', keys[1 + i])
+    if value and is_confirmed(value) then
+      line_leave(waiters, lines, ticket, now, false)
+      return {CONFIRMED, i}
+    end
+  end
+  local first, blocked = line_first(waiters, lines, ticket, now)
+  local pttl = -1
+  for i = 1, n do
+    local left = redis.call('PTTL', keys[1 + i])
+    if left ~= -2 then
+      if blocked == 0 then blocked = i end
+      if left > pttl then pttl = left end
+    end
+  end
+  if blocked == 0 then
+    local fence = hold({unpack(keys, 1, n + 1)}, args)[2]
+    line_leave(waiters, lines, ticket, now, false)
+    return {GRANTED, fence}
+  end
+  line_join(waiters, lines, ticket, now, lease)
   return {HELD_BY_ANOTHER, blocked, pttl, first}
+end
+
+-- Hold units with a wait: pool_hold, tried only by the head of every line
+-- (its pools' lines); a grant wakes the next head (units may be left).
+-- KEYS = pool_hold's (fence, default, per pool hash and holds), then the
+-- partition's waiters, one line per pool. ARGV = pool_hold's (random, TTL,
+-- units per pool), then ticket, lease in ms.
+-- -> pool_hold's answer, or {HELD_BY_ANOTHER, index, ms until the next hold
+--    of that pool expires (-1: only queued), 1 when the ticket heads every
+--    line, units free (-1: only queued)}
+local function pool_hold_wait(keys, args)
+  local p = (#keys - 3) / 3
+  local waiters = keys[3 + 2 * p]
+  local ticket, lease = args[#args - 1], tonumber(args[#args])
+  local now = pool_now()
+  local lines = {}
+  for i = 1, p do lines[i] = keys[3 + 2 * p + i] end
+  local first, blocked = line_first(waiters, lines, ticket, now)
+  local pttl, free = -1, -1
+  if first == 1 then
+    local r = pool_hold({unpack(keys, 1, 2 + 2 * p)}, {unpack(args, 1, #args - 2)})
+    if r[1] == GRANTED or r[1] == CONFIRMED then
+      line_leave(waiters, lines, ticket, now, true)
+      return r
+    end
+    if r[1] ~= HELD_BY_ANOTHER then return r end
+    blocked, free = r[2], r[3]
+    local e = redis.call('ZRANGE', keys[2 + 2 * blocked], 0, 0, 'WITHSCORES')
+    if e[2] then pttl = math.max(tonumber(e[2]) - now, 0) end
+  end
+  line_join(waiters, lines, ticket, now, lease)
+  return {HELD_BY_ANOTHER, blocked, pttl, first, free}
 end
 
 -- A waiter gives up (its wait ran out, its client left).
@@ -624,3 +664,4 @@ redis.register_function{function_name = 'hf1_session_release', callback = sessio
 redis.register_function{function_name = 'hf1_hold_wait', callback = hold_wait}
 redis.register_function{function_name = 'hf1_wait_leave', callback = wait_leave}
 redis.register_function{function_name = 'hf1_wait_wake', callback = wait_wake}
+redis.register_function{function_name = 'hf1_pool_hold_wait', callback = pool_hold_wait}

@@ -193,15 +193,86 @@ def test_session_holds_wait_and_their_connection_closing_wakes_the_next(daemon, 
         assert time.monotonic() - started < 5.0
 
 
-def test_pool_holds_refuse_wait_ms(pgdb, make_daemon, redis):
-    d = make_daemon(namespaces=pgh.NAMESPACES +
-                    'stock = { kind = "pools", default_ttl_ms = 30000 },',
-                    top_extra=pgdb.config())
-    with Client(d.socket) as c:
-        r = c.call(hold=pb().HoldRequest(namespace="stock", partition="p",
-                                         units=[pb().PoolTake(pool="x", count=1)],
-                                         wait_ms=1000))
-        assert code_name(r.code) == "INVALID_ARGUMENT" and r.error.field == "wait_ms", r.message
+POOL_NAMESPACES = pgh.NAMESPACES + \
+    'stock = { kind = "pools", default_ttl_ms = 30000, min_ttl_ms = 10 },'
+
+
+def pool_line(pool, part):
+    return "hf:{stock:%s}:#pline:%s" % (part, pool)
+
+
+def send_units(c, part, units, wait_ms, ttl_ms=30000, timeout_ms=30000):
+    return c.send(hold=pb().HoldRequest(
+        namespace="stock", partition=part, ttl_ms=ttl_ms, wait_ms=wait_ms,
+        units=[pb().PoolTake(pool=p, count=n) for p, n in units]), timeout_ms=timeout_ms)
+
+
+def units_held(c, part, units, ttl_ms=30000):
+    send_units(c, part, units, wait_ms=0, ttl_ms=ttl_ms)
+    r = c.recv()
+    assert code_name(r.code) == "OK", r.message
+    return r.hold.token
+
+
+def release_units(c, part, pools, token):
+    r = c.call(release=pb().ReleaseRequest(namespace="stock", partition=part, pools=pools,
+                                           token=token))
+    assert code_name(r.code) == "OK", r.message
+
+
+def set_capacity(c, part, pool, capacity):
+    r = c.call(set_capacity=pb().SetCapacityRequest(namespace="stock", partition=part,
+                                                    pool=pool, capacity=capacity))
+    assert code_name(r.code) == "OK", r.message
+
+
+def test_units_wait_in_arrival_order_across_two_daemons(pgdb, make_daemon, redis):
+    d0 = make_daemon(namespaces=POOL_NAMESPACES, top_extra=pgdb.config())
+    d1 = make_daemon(namespaces=POOL_NAMESPACES, top_extra=pgdb.config())
+    part = "u1"
+    with Client(d0.socket) as admin, Client(d0.socket) as w1, Client(d1.socket) as w2:
+        set_capacity(admin, part, "x", 2)
+        ha = units_held(admin, part, [("x", 1)])
+        hb = units_held(admin, part, [("x", 1)])
+        send_units(w1, part, [("x", 2)], wait_ms=30000)
+        wait_for(lambda: redis.cmd("ZCARD", pool_line("x", part)) == 1, what="w1 queued")
+        send_units(w2, part, [("x", 1)], wait_ms=30000)
+        wait_for(lambda: redis.cmd("ZCARD", pool_line("x", part)) == 2, what="w2 queued")
+        # One unit comes back: w2 could take it, but w1 came first and
+        # needs both (strict arrival order).
+        release_units(admin, part, ["x"], ha)
+        time.sleep(0.3)
+        assert readable([w1, w2]) == []
+        release_units(admin, part, ["x"], hb)
+        r = w1.recv()
+        assert code_name(r.code) == "OK", r.message
+        first = r.hold.token
+        assert readable([w2]) == []
+        release_units(w1, part, ["x"], first)
+        r = w2.recv()
+        assert code_name(r.code) == "OK", r.message
+        release_units(w2, part, ["x"], r.hold.token)
+        assert redis.cmd("EXISTS", pool_line("x", part)) == 0
+
+
+def test_units_wait_for_an_expiry_and_a_wait_runs_out(pgdb, make_daemon, redis):
+    d = make_daemon(namespaces=POOL_NAMESPACES, top_extra=pgdb.config())
+    part = "u2"
+    with Client(d.socket) as admin, Client(d.socket) as w1, Client(d.socket) as w2:
+        set_capacity(admin, part, "y", 1)
+        units_held(admin, part, [("y", 1)], ttl_ms=600)
+        started = time.monotonic()
+        send_units(w1, part, [("y", 1)], wait_ms=20000)
+        r = w1.recv()  # no release: the holder's expiry
+        assert code_name(r.code) == "OK", r.message
+        assert 0.4 < time.monotonic() - started < 5.0
+        token = r.hold.token
+        send_units(w2, part, [("y", 1)], wait_ms=300)
+        r = w2.recv()
+        assert code_name(r.code) == "HELD_BY_ANOTHER", r.message
+        assert r.error.resource_id == "y"
+        wait_for(lambda: redis.cmd("ZCARD", pool_line("y", part)) == 0, what="w2 left")
+        release_units(w1, part, ["y"], token)
 
 
 def test_redis_restart_during_waits_grants_nobody_a_held_seat(make_daemon, redis):

@@ -84,11 +84,6 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
 void hf_op_hold(struct hf_request *req) {
     Holdfast__V1__HoldRequest *m = req->msg->hold;
     if (hf_pool_request(req, m->namespace_, m->n_units)) {
-        if (m->wait_ms) {
-            hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "wait_ms", NULL,
-                            "holds of units take no wait_ms (docs/waiting.md)");
-            return;
-        }
         hf_pool_hold(req);
         return;
     }

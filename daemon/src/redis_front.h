@@ -38,6 +38,7 @@ enum hf_script_fn {
     HF_FN_HOLD_WAIT,       /* waiting in line (docs/waiting.md): hold, or queue */
     HF_FN_WAIT_LEAVE,      /* a waiter leaves its lines */
     HF_FN_WAIT_WAKE,       /* resources freed or sold: wake their waiters */
+    HF_FN_POOL_HOLD_WAIT,  /* waiting in line for units */
     HF_FN__COUNT
 };
 

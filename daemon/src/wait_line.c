@@ -21,6 +21,7 @@
 #define FENCE_SUFFIX "#fence"
 #define WAITERS_SUFFIX "#waiters"
 #define LINE_PREFIX "#line:"
+#define POOL_LINE_PREFIX "#pline:"
 
 struct hf_wait_hub {
     struct hf_daemon *d;
@@ -43,14 +44,20 @@ struct hf_wait {
     struct hf_wait *prev, *next;
     bool listed;
     struct hf_request *req;
-    const struct hf_target *t;
-    /* keys[0] fence, keys[1] waiters, then n hold keys, then n lines. */
+    const struct hf_target *t; /* seats: for the answer; NULL for pools */
+    void (*held)(void *privdata, long long index, long long free); /* pools */
+    enum hf_script_fn fn;
+    /* The try's KEYS: the hold function's n_hold (keys[0] the fence), the
+     * partition's waiters, then the lines. */
     char **keys;
     size_t *lens;
-    size_t nkeys;
+    size_t nkeys, n_hold;
+    /* The try's ARGV: the hold function's n_args (borrowed), ticket, lease. */
+    const char **args;
+    size_t *arg_lens;
+    size_t n_args;
+    char lease_s[24];
     char ticket[HF_TOKEN_RANDOM_CHARS + 1];
-    const char *random;
-    const char *ttl_s;
     uint64_t wait_end;         /* loop time */
     struct hf_redis_conn **conn;
     hf_redis_cb *cb;
@@ -62,6 +69,7 @@ struct hf_wait {
     bool tried;                /* the first try answered */
     bool failing;              /* the last try met a Redis failure */
     long long index;           /* the id that kept the last try waiting */
+    long long extra;           /* pools: units free then (-1: unknown) */
 };
 
 /* ---- keys ---- */
@@ -91,6 +99,19 @@ static bool add_lines(char **keys, size_t *lens, size_t at, const char *const *h
         lens[at + i] = p + pl + id_len;
     }
     return true;
+}
+
+/* "<prefix><kind><name>" where prefix is "hf:{<ns>:<partition>}:". */
+static char *prefixed(const char *prefix, size_t plen, const char *kind, const char *name,
+                      size_t *out_len) {
+    size_t kl = strlen(kind), nl = strlen(name);
+    char *k = malloc(plen + kl + nl + 1);
+    if (!k) return NULL;
+    memcpy(k, prefix, plen);
+    memcpy(k + plen, kind, kl);
+    memcpy(k + plen + kl, name, nl + 1);
+    *out_len = plen + kl + nl;
+    return k;
 }
 
 static char *waiters_key(const char *hold_key, size_t len, size_t *out_len) {
@@ -151,20 +172,15 @@ static void on_leave_reply(void *privdata, enum hf_redis_status status, redisRep
 
 /* Out of every line at once (the ticket's lease would end it otherwise). */
 static void leave_lines(struct hf_wait *w) {
-    size_t n = (w->nkeys - 2) / 2;
-    const char *keys[1 + n];
-    size_t lens[1 + n];
-    keys[0] = w->keys[1];
-    lens[0] = w->lens[1];
-    for (size_t i = 0; i < n; i++) {
-        keys[1 + i] = w->keys[2 + n + i];
-        lens[1 + i] = w->lens[2 + n + i];
-    }
+    /* The waiters key and the lines close the try's keys. */
+    const char *const *keys = (const char *const *)w->keys + w->n_hold;
+    const size_t *lens = w->lens + w->n_hold;
+    size_t n = w->nkeys - w->n_hold;
     const char *args[] = {w->ticket};
     size_t arg_lens[] = {HF_TOKEN_RANDOM_CHARS};
     struct hf_request *req = w->req;
     if (!w->hub) return; /* shutting down: the lease ends the ticket */
-    if (hf_front_call(req->d->redis, NULL, HF_FN_WAIT_LEAVE, 1 + n, keys, lens, 1, args,
+    if (hf_front_call(req->d->redis, NULL, HF_FN_WAIT_LEAVE, n, keys, lens, 1, args,
                       arg_lens, req->cfg->redis_command_timeout_ms, on_leave_reply, NULL) != 0)
         log_debug("hold cid=%s: could not leave the line; the ticket's lease ends it",
                   req->correlation_id);
@@ -190,7 +206,8 @@ static void end_wait(struct hf_wait *w) {
                         "redis was unavailable while waiting");
     } else {
         hf_metrics_inc(HF_C_WAITS_TIMED_OUT);
-        hf_answer_script_code(req, w->t, HF_SC_HELD_BY_ANOTHER, w->index);
+        if (w->held) w->held(w->privdata, w->index, w->extra);
+        else hf_answer_script_code(req, w->t, HF_SC_HELD_BY_ANOTHER, w->index);
     }
     hf_request_op_done(req);
 }
@@ -244,6 +261,7 @@ static void on_try_reply(void *privdata, enum hf_redis_status status, redisReply
     }
     if (ok && code != HF_SC_HELD_BY_ANOTHER) {
         if (code == HF_SC_CONFIRMED) hf_metrics_inc(HF_C_WAITS_CONFIRMED);
+        else leave_lines(w); /* a pool's mirror missing: the op may start again */
         hand_over(w, status, r);
         return;
     }
@@ -253,6 +271,7 @@ static void on_try_reply(void *privdata, enum hf_redis_status status, redisReply
         w->index = hf_reply_int(r, 1);
         pttl = r->elements > 2 ? hf_reply_int(r, 2) : -1;
         first = r->elements > 3 ? hf_reply_int(r, 3) : 0;
+        w->extra = r->elements > 4 ? hf_reply_int(r, 4) : -1;
     }
     if (wait_over(w)) {
         end_wait(w);
@@ -275,14 +294,11 @@ static void try_hold(struct hf_wait *w) {
     uint64_t lease = w->wait_end > now ? w->wait_end - now : 0;
     lease += 500; /* past the wait's end: the last try still finds it */
     if (lease > HF_WAIT_LEASE_MS) lease = HF_WAIT_LEASE_MS;
-    char lease_s[24];
-    size_t lease_len = hf_u64_dec(lease_s, lease);
-    const char *args[] = {w->random, w->ttl_s, w->ticket, lease_s};
-    size_t lens[] = {HF_TOKEN_RANDOM_CHARS, strlen(w->ttl_s), HF_TOKEN_RANDOM_CHARS, lease_len};
+    w->arg_lens[w->n_args + 1] = hf_u64_dec(w->lease_s, lease);
     w->again = false;
     w->in_flight = true;
-    if (hf_front_call(req->d->redis, w->conn, HF_FN_HOLD_WAIT, w->nkeys,
-                      (const char *const *)w->keys, w->lens, 4, args, lens,
+    if (hf_front_call(req->d->redis, w->conn, w->fn, w->nkeys, (const char *const *)w->keys,
+                      w->lens, w->n_args + 2, w->args, w->arg_lens,
                       req->cfg->redis_command_timeout_ms, on_try_reply, w) != 0) {
         w->in_flight = false;
         w->failing = true;
@@ -311,44 +327,62 @@ static void on_client_gone(void *arg) {
     if (!w->in_flight) end_wait(w); /* else its reply ends it (a grant is withdrawn) */
 }
 
-int hf_wait_start(struct hf_request *req, const struct hf_target *t, const char *random,
-                  const char *ttl_s, uint32_t wait_ms, struct hf_redis_conn **conn,
-                  hf_redis_cb *cb, void *privdata, struct hf_wait **out) {
-    struct hf_wait_hub *h = req->d->waits;
-    if (!h) return -1;
+static void free_wait(struct hf_wait *w) {
+    free_keys(w->keys, w->lens, w->nkeys);
+    free(w->args);
+    free(w->arg_lens);
+    free(w);
+}
+
+/* A wait whose try is fn with the hold function's keys (copied: key 0 the
+ * fence) and args (borrowed); the waiters key and the lines are added by
+ * the caller into w->keys[n_hold..]. NULL on OOM. */
+static struct hf_wait *wait_create(enum hf_script_fn fn, const char *const *keys,
+                                   const size_t *key_lens, size_t n_hold, size_t n_lines,
+                                   const char *const *args, size_t n_args) {
     struct hf_wait *w = calloc(1, sizeof *w);
-    if (!w) return -1;
-    const struct hf_keyset *ks = t->keys;
-    size_t n = ks->count - 1;
-    w->nkeys = 2 + 2 * n;
+    if (!w) return NULL;
+    w->fn = fn;
+    w->n_hold = n_hold;
+    w->nkeys = n_hold + 1 + n_lines;
     w->keys = calloc(w->nkeys, sizeof *w->keys);
     w->lens = calloc(w->nkeys, sizeof *w->lens);
-    bool ok = w->keys && w->lens && hf_token_random(w->ticket) == 0;
+    w->n_args = n_args;
+    w->args = calloc(n_args + 2, sizeof *w->args);
+    w->arg_lens = calloc(n_args + 2, sizeof *w->arg_lens);
+    bool ok = w->keys && w->lens && w->args && w->arg_lens && hf_token_random(w->ticket) == 0;
+    for (size_t i = 0; ok && i < n_hold; i++) {
+        w->keys[i] = strndup(keys[i], key_lens[i]);
+        w->lens[i] = key_lens[i];
+        ok = w->keys[i] != NULL;
+    }
     if (ok) {
-        w->keys[0] = strndup(ks->keys[0], ks->lens[0]);
-        w->lens[0] = ks->lens[0];
-        w->keys[1] = waiters_key(ks->keys[1], ks->lens[1], &w->lens[1]);
-        ok = w->keys[0] && w->keys[1];
-        for (size_t i = 0; ok && i < n; i++) {
-            w->keys[2 + i] = strndup(ks->keys[1 + i], ks->lens[1 + i]);
-            w->lens[2 + i] = ks->lens[1 + i];
-            ok = w->keys[2 + i] != NULL;
-        }
-        ok = ok && add_lines(w->keys, w->lens, 2 + n, ks->keys + 1, ks->lens + 1, n);
+        w->keys[n_hold] = waiters_key(keys[0], key_lens[0], &w->lens[n_hold]);
+        ok = w->keys[n_hold] != NULL;
     }
     if (!ok) {
-        free_keys(w->keys, w->lens, w->nkeys);
-        free(w);
-        return -1;
+        free_wait(w);
+        return NULL;
     }
-    w->hub = h;
+    for (size_t i = 0; i < n_args; i++) {
+        w->args[i] = args[i];
+        w->arg_lens[i] = strlen(args[i]);
+    }
+    w->args[n_args] = w->ticket;
+    w->arg_lens[n_args] = HF_TOKEN_RANDOM_CHARS;
+    w->args[n_args + 1] = w->lease_s;
+    return w;
+}
+
+static int wait_begin(struct hf_request *req, struct hf_wait *w, uint32_t wait_ms,
+                      struct hf_redis_conn **conn, hf_redis_cb *cb, void *privdata,
+                      struct hf_wait **out) {
+    w->hub = req->d->waits;
     w->req = req;
-    w->t = t;
-    w->random = random;
-    w->ttl_s = ttl_s;
     w->conn = conn;
     w->cb = cb;
     w->privdata = privdata;
+    w->extra = -1;
     uint32_t left = hf_request_remaining_ms(req);
     w->wait_end = uv_now(req->d->loop) + (wait_ms < left ? wait_ms : left);
     *out = w;
@@ -358,11 +392,57 @@ int hf_wait_start(struct hf_request *req, const struct hf_target *t, const char 
     return 0;
 }
 
+int hf_wait_start(struct hf_request *req, const struct hf_target *t, const char *random,
+                  const char *ttl_s, uint32_t wait_ms, struct hf_redis_conn **conn,
+                  hf_redis_cb *cb, void *privdata, struct hf_wait **out) {
+    if (!req->d->waits) return -1;
+    const struct hf_keyset *ks = t->keys;
+    size_t n = ks->count - 1;
+    const char *args[] = {random, ttl_s};
+    struct hf_wait *w = wait_create(HF_FN_HOLD_WAIT, ks->keys, ks->lens, ks->count, n, args, 2);
+    if (!w) return -1;
+    if (!add_lines(w->keys, w->lens, ks->count + 1, ks->keys + 1, ks->lens + 1, n)) {
+        free_wait(w);
+        return -1;
+    }
+    w->t = t;
+    return wait_begin(req, w, wait_ms, conn, cb, privdata, out);
+}
+
+/* The lines of pools: "hf:{<ns>:<partition>}:#pline:<pool>", from the fence
+ * key's prefix. */
+static bool add_pool_lines(char **keys, size_t *lens, size_t at, const char *fence_key,
+                           size_t fence_len, char *const *pools, size_t n) {
+    size_t plen = key_prefix_len(fence_key, fence_len);
+    if (!plen) return false;
+    for (size_t i = 0; i < n; i++)
+        if (!(keys[at + i] = prefixed(fence_key, plen, POOL_LINE_PREFIX, pools[i], &lens[at + i])))
+            return false;
+    return true;
+}
+
+int hf_wait_start_pools(struct hf_request *req, const char *const *keys, const size_t *key_lens,
+                        size_t n_keys, char *const *pools, size_t n_pools,
+                        const char *const *args, size_t n_args, uint32_t wait_ms,
+                        struct hf_redis_conn **conn, hf_redis_cb *cb,
+                        void (*held)(void *privdata, long long index, long long free),
+                        void *privdata, struct hf_wait **out) {
+    if (!req->d->waits) return -1;
+    struct hf_wait *w =
+        wait_create(HF_FN_POOL_HOLD_WAIT, keys, key_lens, n_keys, n_pools, args, n_args);
+    if (!w) return -1;
+    if (!add_pool_lines(w->keys, w->lens, n_keys + 1, keys[0], key_lens[0], pools, n_pools)) {
+        free_wait(w);
+        return -1;
+    }
+    w->held = held;
+    return wait_begin(req, w, wait_ms, conn, cb, privdata, out);
+}
+
 void hf_wait_free(struct hf_wait *w) {
     if (!w) return;
     list_remove(w);
-    free_keys(w->keys, w->lens, w->nkeys);
-    free(w);
+    free_wait(w);
 }
 
 /* ---- wake-ups ---- */
@@ -398,6 +478,24 @@ void hf_wait_wake_keys(struct hf_daemon *d, const char *const *hold_keys, const 
             log_debug("could not send a wake-up; waiters poll");
     }
     free_keys(keys, klens, n + 1);
+}
+
+void hf_wait_wake_pools(struct hf_daemon *d, const char *fence_key, size_t fence_len,
+                        char *const *pools, size_t n_pools) {
+    if (!d->redis || n_pools == 0) return;
+    char **keys = calloc(n_pools + 1, sizeof *keys);
+    size_t *lens = calloc(n_pools + 1, sizeof *lens);
+    bool ok = keys && lens && (keys[0] = waiters_key(fence_key, fence_len, &lens[0])) &&
+              add_pool_lines(keys, lens, 1, fence_key, fence_len, pools, n_pools);
+    if (ok) {
+        const char *args[] = {"0"};
+        size_t arg_lens[] = {1};
+        if (hf_front_call(d->redis, NULL, HF_FN_WAIT_WAKE, n_pools + 1, (const char *const *)keys,
+                          lens, 1, args, arg_lens, d->cfg->redis_command_timeout_ms,
+                          on_wake_reply, d) != 0)
+            log_debug("could not send a wake-up; waiters poll");
+    }
+    free_keys(keys, lens, n_pools + 1);
 }
 
 void hf_wait_wake(struct hf_daemon *d, const struct hf_target *t, bool confirmed) {

@@ -37,16 +37,33 @@ void hf_wait_hub_close(struct hf_wait_hub *h);
 /* Hold `t` for `ttl_s` ms with the token's random part `random`, waiting up
  * to wait_ms (capped by the request's deadline) in line. The caller has
  * called hf_request_op_start. `cb` gets the reply of the try that ended the
- * wait with GRANTED or CONFIRMED, or of a first try that failed (it answers
- * and calls hf_request_op_done, as for hf1_hold's reply; *conn is the
- * connection that ran it); any other end (the wait or the deadline ran out,
- * the client left, a drain) is answered here, with hf_request_op_done. 0, or
- * negative when nothing was sent (nothing will be called). *out is freed by
- * hf_wait_free from the op's context free function. */
+ * wait with GRANTED, CONFIRMED or another code than HELD_BY_ANOTHER, or of a
+ * first try that failed (it answers and calls hf_request_op_done, as for
+ * hf1_hold's reply; *conn is the connection that ran it); any other end (the
+ * wait or the deadline ran out, the client left, a drain) is answered here,
+ * with hf_request_op_done. 0, or negative when nothing was sent (nothing
+ * will be called). *out is freed by hf_wait_free from the op's context free
+ * function. Strings are borrowed from the op's context for the whole wait. */
 int hf_wait_start(struct hf_request *req, const struct hf_target *t, const char *random,
                   const char *ttl_s, uint32_t wait_ms, struct hf_redis_conn **conn,
                   hf_redis_cb *cb, void *privdata, struct hf_wait **out)
     __attribute__((warn_unused_result));
+
+/* The same for units of pools (hf1_pool_hold_wait): keys are pool_hold's
+ * (fence, default, per pool hash and holds), args pool_hold's (random, TTL,
+ * counts); one line per pool name. held(privdata, index, free) answers a
+ * wait that ran out (free < 0: unknown, the hold was not at the head). */
+int hf_wait_start_pools(struct hf_request *req, const char *const *keys, const size_t *key_lens,
+                        size_t n_keys, char *const *pools, size_t n_pools,
+                        const char *const *args, size_t n_args, uint32_t wait_ms,
+                        struct hf_redis_conn **conn, hf_redis_cb *cb,
+                        void (*held)(void *privdata, long long index, long long free),
+                        void *privdata, struct hf_wait **out)
+    __attribute__((warn_unused_result));
+
+/* Units of these pools came back (a release): their lines' heads try. */
+void hf_wait_wake_pools(struct hf_daemon *d, const char *fence_key, size_t fence_len,
+                        char *const *pools, size_t n_pools);
 void hf_wait_free(struct hf_wait *w);
 
 /* Resources were released (confirmed = false: wake the head of each line)
