@@ -293,8 +293,9 @@ def test_waiters_in_a_cluster_are_woken_across_nodes(make_cluster_daemon, cluste
     d1 = make_cluster_daemon(address=cluster.nodes[1].address)
     p = cluster.partition_on(cluster.nodes[2], prefix="wait")
     with Client(d0.socket) as holder, Client(d1.socket) as w1, Client(d0.socket) as w2:
-        harness.wait_for(lambda: metrics(w1).get("holdfast_wait_subscribed") == 1,
-                         what="the wake-up subscription")
+        for c in (w1, w2):
+            harness.wait_for(lambda: metrics(c).get("holdfast_wait_subscribed") == 1,
+                             what="the wake-up subscriptions")
         token = hold_ok(holder, p, ["A"], ttl_ms=60000)
         for i, c in enumerate((w1, w2)):
             c.send(hold=harness.pb().HoldRequest(namespace="seat", partition=p, ids=["A"],
