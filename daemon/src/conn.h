@@ -51,10 +51,6 @@ void hf_conn_send(struct hf_conn *conn, uint8_t *frame, size_t len);
 void hf_conn_fatal(struct hf_conn *conn, hf_code code, const char *message);
 void hf_conn_stop_reading(struct hf_conn *conn);
 void hf_conn_close(struct hf_conn *conn);
-/* Hand libuv the answers queued in this loop iteration now, not in the
- * flusher before the loop next waits: a shutdown that closes the connection
- * first would drop them. libuv writes at once what the socket takes. */
-void hf_conn_flush(struct hf_conn *conn);
 
 /* The peer's credentials (SO_PEERCRED), recorded at accept; the pid is for
  * log lines only. */

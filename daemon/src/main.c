@@ -331,6 +331,7 @@ static int run(const char *config_path) {
     uv_walk(&app->loop, close_walk_cb, NULL);
     uv_run(&app->loop, UV_RUN_DEFAULT);
     int rc = uv_loop_close(&app->loop);
+    hf_request_cache_drain();
     if (rc != 0) log_warn("loop closed with handles open: %s", uv_strerror(rc));
     int exit_code = app->exit_code;
     log_info("stopped");

@@ -33,6 +33,10 @@ struct hf_client_io {
     void (*fatal)(void *io_ctx, hf_code code, const char *message);
 };
 
+/* Sized for a typical Hold's message (envelope, namespace, partition, a few
+ * ids, correlation id); a request can be in flight by the thousand. */
+#define HF_REQUEST_ARENA 512
+
 struct hf_request {
     struct hf_daemon *d;
     struct hf_client *client;           /* NULL once the client has gone */
@@ -73,6 +77,11 @@ struct hf_request {
     void *op_timer_arg;
     uv_timer_t deadline;
     uv_timer_t op_timer;
+    struct hf_request *free_next;       /* in request.c's cache of free requests */
+    /* The decoded message lives here when it fits: no malloc per field
+     * (and requests are recycled: none per request either). */
+    struct hf_arena arena;
+    _Alignas(16) unsigned char arena_buf[HF_REQUEST_ARENA];
 };
 
 /* ---- clients (one per connection) ---- */
@@ -86,6 +95,8 @@ void hf_client_frame(struct hf_client *c, const uint8_t *payload, size_t len);
 /* The connection went away: requests in flight keep running and their
  * answers are dropped. Frees the client. */
 void hf_client_gone(struct hf_client *c);
+/* Frees the cache of recycled requests (at exit, after the loop). */
+void hf_request_cache_drain(void);
 /* Requests of this client still alive: not answered yet, or answered while
  * their backend calls go on. */
 unsigned hf_client_in_flight(const struct hf_client *c);

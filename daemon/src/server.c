@@ -284,10 +284,7 @@ void hf_server_stop_reading(struct hf_server *srv) {
 void hf_server_close(struct hf_server *srv) {
     if (!srv || srv->closing) return;
     srv->closing = true;
-    for (struct entry *e = srv->conns; e; e = e->next) {
-        hf_conn_flush(e->conn); /* the last answers (a drain's) still go out */
-        hf_conn_close(e->conn);
-    }
+    for (struct entry *e = srv->conns; e; e = e->next) hf_conn_close(e->conn);
     hf_server_stop_accepting(srv);
     maybe_free(srv);
 }
