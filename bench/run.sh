@@ -11,7 +11,9 @@
 #      (idempotency row + claim row, ON CONFLICT DO NOTHING), pgbench, 1 and 4
 #      clients; and Hold + Confirm through holdfastd vs pgbench of the same
 #      holdfast.confirm() call.
-#   3. Pool holds and segment holds vs seat holds, through holdfastd.
+#   3. Pool holds and segment holds vs seat holds, through holdfastd; and
+#      waiting in line: release -> the waiter's grant (p50/p99) vs a plain
+#      Hold's round trip, one round at a time (bench_hold --wakeup).
 #   4. Memory: idle RSS, and RSS per idle connection (200 connections: the
 #      default limits.max_connections_per_uid is 256).
 #   5. The clients against their peers (bench/clients/<language>/run.sh, each
@@ -115,6 +117,12 @@ for legs in 1 4; do
     "$dir/segment" >>"$results"
 done
 
+echo "== 3. waiting in line: release -> the waiter's grant vs a plain hold's round trip"
+build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" --wakeup \
+  --holds "$((seconds * 400))" | tee "$dir/wakeup"
+sed -n 's/^ratio wake-up\/hold round trip: p50 \([0-9.]*\)  p99 \([0-9.]*\).*/wakeup_p50 \1\nwakeup_p99 \2/p' \
+  "$dir/wakeup" >>"$results"
+
 echo "== 4. memory: idle RSS, and per idle connection"
 pid=$(cat "$dir/holdfastd.pid" 2>/dev/null || pgrep -f "holdfastd --config $dir/holdfast.lua" | head -1)
 python3 - "$dir/holdfast.sock" "$pid" >>"$results" <<'PY'
@@ -185,7 +193,7 @@ for name, key, op, target in goals:
 print()
 print("also: pairs/s through holdfastd:", ", ".join(
     "%s %.0f" % (k[6:], v) for k, v in r.items() if k.startswith("pairs_")))
-for k in ("pool_vs_seat", "segment1_vs_seat", "segment4_vs_seat"):
+for k in ("pool_vs_seat", "segment1_vs_seat", "segment4_vs_seat", "wakeup_p50", "wakeup_p99"):
     if k in r:
         print("also: %s %.2f" % (k, r[k]))
 PY

@@ -12,6 +12,7 @@
 #include "pools.h"
 #include "redis_front.h"
 #include "session.h"
+#include "wait_line.h"
 
 
 #define CONFIRMED_PREFIX "!confirmed:"
@@ -23,6 +24,8 @@ static void answer(struct hf_request *req, const struct hf_target *t, uint32_t r
      * leave the connection's session hold, if it is one. */
     hf_session_released(hf_request_session(req, false), req->msg->release->token,
                         t->keys->keys + 1, t->keys->lens + 1, t->keys->count - 1);
+    /* Whoever waits in line for them tries now (docs/waiting.md). */
+    if (released) hf_wait_wake(req->d, t, false);
     hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__ReleaseResponse rr = HOLDFAST__V1__RELEASE_RESPONSE__INIT;
     Holdfast__V1__ErrorDetail detail = HOLDFAST__V1__ERROR_DETAIL__INIT;

@@ -67,7 +67,13 @@ static void client_remove(struct hf_client *c, struct hf_request *req) {
 
 void hf_client_gone(struct hf_client *c) {
     if (!c) return;
-    while (c->requests) client_remove(c, c->requests);
+    while (c->requests) {
+        struct hf_request *req = c->requests;
+        client_remove(c, req);
+        void (*cb)(void *) = req->gone_cb;
+        req->gone_cb = NULL;
+        if (cb) cb(req->gone_arg);
+    }
     hf_session_close(c->session); /* releases the session holds */
     free(c);
 }
@@ -300,6 +306,11 @@ void hf_request_timer_stop(struct hf_request *req) {
 }
 
 bool hf_request_client_gone(const struct hf_request *req) { return !req->client; }
+
+void hf_request_on_client_gone(struct hf_request *req, void (*cb)(void *arg), void *arg) {
+    req->gone_cb = cb;
+    req->gone_arg = arg;
+}
 
 struct hf_session *hf_request_session(struct hf_request *req, bool create) {
     struct hf_client *c = req->client;

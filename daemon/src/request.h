@@ -71,6 +71,8 @@ struct hf_request {
     int open_handles;
     void *ctx;
     void (*ctx_free)(void *ctx);
+    void (*gone_cb)(void *arg);         /* hf_request_on_client_gone */
+    void *gone_arg;
     void (*op_timer_cb)(void *arg);
     void *op_timer_arg;
     uv_timer_t deadline;
@@ -131,6 +133,9 @@ void hf_request_timer_stop(struct hf_request *req);
 
 /* The client disconnected: nobody will ever read this request's answer. */
 bool hf_request_client_gone(const struct hf_request *req);
+/* cb(arg) runs once, at once, if the client disconnects while the request
+ * is in its list (a waiting op leaves its line then, not at its timer). */
+void hf_request_on_client_gone(struct hf_request *req, void (*cb)(void *arg), void *arg);
 
 /* ---- session holds (session.h, docs/sessions.md) ---- */
 
