@@ -645,6 +645,33 @@ local function wait_wake(keys, args)
   return out
 end
 
+-- Release (as hf1_release), and wake the head of the line of every key it
+-- released, in the same call: a Release costs one call whether or not
+-- anyone waits. KEYS = n hold keys, the partition's waiters, their n lines.
+-- ARGV[1] = token, ARGV[2] = n. -> as release
+local function release_wake(keys, args)
+  local n = tonumber(args[2])
+  local holds, freed = {}, {}
+  for i = 1, n do holds[i] = keys[i] end
+  local out = release(holds, args)
+  if out[2] == 0 then return out end
+  local waiters = keys[n + 1]
+  if redis.call('EXISTS', waiters) == 0 then return out end
+  -- Released keys are gone now: those lines' heads may take them.
+  for i = 1, n do
+    if redis.call('EXISTS', holds[i]) == 0 then freed[#freed + 1] = keys[n + 1 + i] end
+  end
+  local now, woken = pool_now(), {}
+  for i = 1, #freed do
+    local head = line_head(freed[i], waiters, now, '')
+    if head and not woken[head] then
+      woken[head] = true
+      redis.call('PUBLISH', WAIT_CHANNEL, head)
+    end
+  end
+  return out
+end
+
 redis.register_function{function_name = 'hf1_hold', callback = hold}
 redis.register_function{function_name = 'hf1_extend', callback = extend}
 redis.register_function{function_name = 'hf1_release', callback = release}
@@ -665,3 +692,4 @@ redis.register_function{function_name = 'hf1_hold_wait', callback = hold_wait}
 redis.register_function{function_name = 'hf1_wait_leave', callback = wait_leave}
 redis.register_function{function_name = 'hf1_wait_wake', callback = wait_wake}
 redis.register_function{function_name = 'hf1_pool_hold_wait', callback = pool_hold_wait}
+redis.register_function{function_name = 'hf1_release_wake', callback = release_wake}

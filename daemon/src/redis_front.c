@@ -41,6 +41,7 @@ static const struct {
     [HF_FN_WAIT_LEAVE] = {"wait_leave", "hf" HF_LIBRARY_VERSION "_wait_leave"},
     [HF_FN_WAIT_WAKE] = {"wait_wake", "hf" HF_LIBRARY_VERSION "_wait_wake"},
     [HF_FN_POOL_HOLD_WAIT] = {"pool_hold_wait", "hf" HF_LIBRARY_VERSION "_pool_hold_wait"},
+    [HF_FN_RELEASE_WAKE] = {"release_wake", "hf" HF_LIBRARY_VERSION "_release_wake"},
 };
 
 struct hf_redis_front {

@@ -39,6 +39,7 @@ enum hf_script_fn {
     HF_FN_WAIT_LEAVE,      /* a waiter leaves its lines */
     HF_FN_WAIT_WAKE,       /* resources freed or sold: wake their waiters */
     HF_FN_POOL_HOLD_WAIT,  /* waiting in line for units */
+    HF_FN_RELEASE_WAKE,    /* Release, and wake the lines of what it freed */
     HF_FN__COUNT
 };
 

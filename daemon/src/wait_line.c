@@ -498,6 +498,21 @@ void hf_wait_wake_pools(struct hf_daemon *d, const char *fence_key, size_t fence
     free_keys(keys, lens, n_pools + 1);
 }
 
+bool hf_wait_release_keys(const char *const *hold_keys, const size_t *lens, size_t n,
+                          char ***keys, size_t **klens) {
+    *keys = calloc(n + 1, sizeof **keys);
+    *klens = calloc(n + 1, sizeof **klens);
+    if (*keys && *klens && ((*keys)[0] = waiters_key(hold_keys[0], lens[0], &(*klens)[0])) &&
+        add_lines(*keys, *klens, 1, hold_keys, lens, n))
+        return true;
+    free_keys(*keys, *klens, n + 1);
+    *keys = NULL;
+    *klens = NULL;
+    return false;
+}
+
+void hf_wait_keys_free(char **keys, size_t *lens, size_t n) { free_keys(keys, lens, n); }
+
 void hf_wait_wake(struct hf_daemon *d, const struct hf_target *t, bool confirmed) {
     const struct hf_keyset *ks = t->keys;
     hf_wait_wake_keys(d, ks->keys + 1, ks->lens + 1, ks->count - 1, confirmed);

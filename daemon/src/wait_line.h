@@ -72,5 +72,11 @@ void hf_wait_free(struct hf_wait *w);
 void hf_wait_wake_keys(struct hf_daemon *d, const char *const *hold_keys, const size_t *lens,
                        size_t n, bool confirmed);
 void hf_wait_wake(struct hf_daemon *d, const struct hf_target *t, bool confirmed);
+/* The keys hf1_release_wake takes after the n hold keys: the partition's
+ * waiters, then each hold key's line (n + 1 keys, malloc'd; free them with
+ * hf_wait_keys_free). false: out of memory. */
+bool hf_wait_release_keys(const char *const *hold_keys, const size_t *lens, size_t n,
+                          char ***keys, size_t **klens);
+void hf_wait_keys_free(char **keys, size_t *lens, size_t n);
 
 #endif
