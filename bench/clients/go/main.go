@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"sort"
 	"strconv"
@@ -160,6 +161,7 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds")
 	gs := flag.String("goroutines", "1,16", "goroutine counts, comma-separated")
 	only := flag.String("only", "", "run only this system (holdfast or redsync)")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the runs (not the warm-up) here")
 	flag.Parse()
 	if *hfSock == "" || *redisSock == "" {
 		fmt.Fprintln(os.Stderr, "usage: gobench -holdfast SOCK -redis SOCK [-seconds 5] [-rounds 3] [-goroutines 1,16]")
@@ -202,6 +204,19 @@ func main() {
 	// Warm up both (connections, scripts loaded, code paged in).
 	for _, s := range systems {
 		run(s, 1, 0, 300*time.Millisecond)
+	}
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
 	}
 
 	var all []result
@@ -255,6 +270,7 @@ func main() {
 	}
 	if failed {
 		fmt.Fprintln(os.Stderr, "gobench: some pairs failed (see above)")
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
