@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -46,6 +47,10 @@ type result struct {
 	errs    int
 	elapsed time.Duration
 	lat     []time.Duration // one per pair: acquire + release
+	// Read and write system calls of this process during the run
+	// (/proc/self/io; -1 where it cannot be read).
+	syscr, syscw int64
+	cpu          time.Duration // this process's CPU time (user + system) during the run
 }
 
 func (r result) pairsPerS() float64 { return float64(r.pairs) / r.elapsed.Seconds() }
@@ -75,6 +80,8 @@ func run(sys system, g, round int, d time.Duration) result {
 	lats := make([][]time.Duration, g)
 	errs := make([]int, g)
 	var wg sync.WaitGroup
+	r0, w0 := sysIO()
+	c0 := cpuTime()
 	start := time.Now()
 	for i := 0; i < g; i++ {
 		wg.Add(1)
@@ -100,6 +107,12 @@ func run(sys system, g, round int, d time.Duration) result {
 	stop.Store(true)
 	wg.Wait()
 	r := result{system: sys.name, g: g, round: round, elapsed: time.Since(start)}
+	r1, w1 := sysIO()
+	r.syscr, r.syscw = r1-r0, w1-w0
+	if r0 < 0 || r1 < 0 {
+		r.syscr, r.syscw = -1, -1
+	}
+	r.cpu = cpuTime() - c0
 	for i := range lats {
 		r.pairs += len(lats[i])
 		r.errs += errs[i]
@@ -107,6 +120,42 @@ func run(sys system, g, round int, d time.Duration) result {
 	}
 	slices.Sort(r.lat)
 	return r
+}
+
+// sysIO returns this process's read and write system call counts so far
+// (Linux), or -1s.
+func sysIO() (syscr, syscw int64) {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return -1, -1
+	}
+	syscr, syscw = -1, -1
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			continue
+		}
+		switch k {
+		case "syscr":
+			syscr = n
+		case "syscw":
+			syscw = n
+		}
+	}
+	return syscr, syscw
+}
+
+// cpuTime is the CPU time this process has used (user + system).
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func holdfastSystem(c *holdfast.Client) system {
@@ -229,9 +278,11 @@ func main() {
 			for _, s := range order {
 				r := run(s, g, round, d)
 				all = append(all, r)
-				fmt.Printf("round=%d system=%s G=%d pairs=%d errors=%d pairs_per_s=%.0f p50_us=%.0f p99_us=%.0f\n",
+				per := func(n int64) float64 { return float64(n) / float64(max(r.pairs, 1)) }
+				fmt.Printf("round=%d system=%s G=%d pairs=%d errors=%d pairs_per_s=%.0f p50_us=%.0f p99_us=%.0f client_cpu_us_per_pair=%.1f reads_per_pair=%.2f writes_per_pair=%.2f\n",
 					r.round, r.system, r.g, r.pairs, r.errs, r.pairsPerS(),
-					float64(r.pct(0.50).Microseconds()), float64(r.pct(0.99).Microseconds()))
+					float64(r.pct(0.50).Microseconds()), float64(r.pct(0.99).Microseconds()),
+					per(r.cpu.Microseconds()), per(r.syscr), per(r.syscw))
 			}
 		}
 	}
