@@ -86,12 +86,14 @@ type conn struct {
 	done    chan struct{}    // closed when err is set
 
 	// The write queue (under wmu): frames not yet handed to the socket, the
-	// calls they belong to and where each ends in wq.
+	// ids of the calls they belong to (not the calls: a call that gave up
+	// is recycled while its frame may still be queued) and where each ends
+	// in wq.
 	wmu     sync.Mutex
 	writing bool // a caller is writing the queue
 	werr    error
 	wq      []byte
-	wcalls  []*call
+	wids    []uint64
 	wends   []int
 	wspare  []byte // the previous write's buffer, reused
 
@@ -133,6 +135,10 @@ func (cn *conn) register(c *call) error {
 // frame would corrupt the stream. The calls whose frames did not wholly
 // reach the socket are marked unsent.
 func (cn *conn) send(c *call, frame []byte, deadline time.Time) {
+	if cn.isDead() {
+		c.unsent.Store(true) // nothing goes out on a failed connection
+		return
+	}
 	cn.wmu.Lock()
 	if cn.werr != nil {
 		cn.wmu.Unlock()
@@ -140,18 +146,18 @@ func (cn *conn) send(c *call, frame []byte, deadline time.Time) {
 		return
 	}
 	cn.wq = append(cn.wq, frame...)
-	cn.wcalls = append(cn.wcalls, c)
+	cn.wids = append(cn.wids, c.id)
 	cn.wends = append(cn.wends, len(cn.wq))
 	if cn.writing {
 		cn.wmu.Unlock()
 		return
 	}
 	cn.writing = true
-	var calls []*call
+	var ids []uint64
 	var ends []int
 	for {
 		buf := cn.wq
-		calls, cn.wcalls = cn.wcalls, calls[:0]
+		ids, cn.wids = cn.wids, ids[:0]
 		ends, cn.wends = cn.wends, ends[:0]
 		cn.wq = cn.wspare[:0]
 		cn.wmu.Unlock()
@@ -169,21 +175,23 @@ func (cn *conn) send(c *call, frame []byte, deadline time.Time) {
 		cn.wmu.Lock()
 		if err != nil {
 			cn.werr = err
-			for i, cl := range calls {
+			var unsent []uint64
+			for i, id := range ids {
 				if ends[i] > n {
-					cl.unsent.Store(true)
+					unsent = append(unsent, id)
+					if id == c.id {
+						c.unsent.Store(true) // ours: c is live whatever pending says
+					}
 				}
 			}
-			for _, cl := range cn.wcalls {
-				cl.unsent.Store(true)
-			}
-			cn.wq, cn.wcalls, cn.wends = nil, nil, nil
+			unsent = append(unsent, cn.wids...)
+			cn.markUnsent(unsent)
+			cn.wq, cn.wids, cn.wends = nil, nil, nil
 			cn.writing = false
 			cn.wmu.Unlock()
 			cn.fail(err)
 			return
 		}
-		clear(calls)
 		if cap(buf) <= 64<<10 {
 			cn.wspare = buf[:0]
 		} else {
@@ -191,10 +199,22 @@ func (cn *conn) send(c *call, frame []byte, deadline time.Time) {
 		}
 		if len(cn.wq) == 0 {
 			// Keep the slices for the next write.
-			cn.wcalls, cn.wends = calls[:0], ends[:0]
+			cn.wids, cn.wends = ids[:0], ends[:0]
 			cn.writing = false
 			cn.wmu.Unlock()
 			return
+		}
+	}
+}
+
+// markUnsent marks the calls still waiting among ids as never wholly sent,
+// before the connection is failed.
+func (cn *conn) markUnsent(ids []uint64) {
+	cn.mu.Lock()
+	defer cn.mu.Unlock()
+	for _, id := range ids {
+		if c, ok := cn.pending[id]; ok {
+			c.unsent.Store(true)
 		}
 	}
 }

@@ -727,3 +727,103 @@ func TestIdleConnectionToARestartedDaemonResends(t *testing.T) {
 		t.Fatalf("%d connections, want 2", len(conns))
 	}
 }
+
+func TestStuckWriteFailsTheConnectionAndUnsentCallsGoAgain(t *testing.T) {
+	// The first connection is never read: the socket's buffer fills, the
+	// writing call's deadline passes mid-write and the connection fails.
+	// The frames queued behind that write were never acted on: those calls
+	// go again on a fresh connection, which is served.
+	path := filepath.Join(t.TempDir(), "hf.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var mu sync.Mutex
+	var conns []net.Conn
+	served := make(chan string, 64)
+	go func() {
+		for n := 0; ; n++ {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, nc)
+			mu.Unlock()
+			if n == 0 {
+				continue // never read
+			}
+			go func() {
+				for {
+					body, err := readFrame(nc, 16<<20)
+					if err != nil {
+						return
+					}
+					req := &pb.Request{}
+					if err := proto.Unmarshal(body, req); err != nil {
+						return
+					}
+					served <- req.GetCorrelationId()
+					frame, _ := encodeFrame(okHealth(req), 0)
+					_, _ = nc.Write(frame)
+				}
+			}()
+		}
+	}()
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, nc := range conns {
+			nc.Close()
+		}
+	}()
+
+	c := New(path, WithMaxFrameBytes(2<<20))
+	defer c.Close()
+	// Call 0's frame (about 1 MB) is more than the unread socket takes: its
+	// write blocks until call 0's deadline. The others' small frames are
+	// queued behind it meanwhile.
+	big := make([]string, 10000)
+	for i := range big {
+		big[i] = fmt.Sprintf("%0100d", i)
+	}
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel0()
+	done0 := make(chan error, 1)
+	go func() {
+		_, err := c.Status(ctx0, "seat", "p", big)
+		done0 <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	const n = 7
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			errs[i] = echoHealth(t, c, ctx, fmt.Sprintf("c%d", i))
+		}(i)
+	}
+	wg.Wait()
+	if err := <-done0; !IsDeadlineExceeded(err) {
+		t.Errorf("the stuck writer: want deadline exceeded, got %v", err)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("call %d, queued behind the stuck write: want it sent again and answered, got %v", i, err)
+		}
+	}
+	got := map[string]bool{}
+	for len(served) > 0 {
+		got[<-served] = true
+	}
+	for i := 0; i < n; i++ {
+		if !got[fmt.Sprintf("c%d", i)] {
+			t.Errorf("c%d was not served on the fresh connection", i)
+		}
+	}
+}
