@@ -664,7 +664,9 @@ func TestPerCallDeadlinesAmongConcurrentCalls(t *testing.T) {
 			if !IsDeadlineExceeded(r.err) {
 				t.Errorf("%s: want deadline exceeded, got %v", r.name, r.err)
 			}
-			if r.took < r.d-5*time.Millisecond || r.took > r.d+150*time.Millisecond {
+			// Late answers come at 1 s: failing well before that is the
+			// call's own deadline at work (slack for a loaded machine).
+			if r.took < r.d-5*time.Millisecond || r.took > r.d+450*time.Millisecond {
 				t.Errorf("%s: failed after %v, its deadline was %v", r.name, r.took, r.d)
 			}
 		} else if r.err != nil {
