@@ -299,15 +299,14 @@ func (c *Client) call(ctx context.Context, op string, req *pb.Request) (*pb.Resp
 // session hold belongs to it). wait > 0 is a Hold's wait in line: a context
 // without a deadline then gets the client's default timeout on top of the
 // wait, and every attempt sends wait_ms cut to fit the time left (waitMs).
+//
+// The call's deadline is ctx's, else now plus the default timeout; no
+// context is derived for it (the wait for the answer enforces it).
 func (c *Client) callOn(ctx context.Context, op string, req *pb.Request, wait time.Duration) (*pb.Response, *conn, error) {
-	var cancel context.CancelFunc
-	if _, ok := ctx.Deadline(); !ok && wait > 0 {
-		ctx, cancel = context.WithTimeout(ctx, wait+c.defaultTimeout)
-	} else {
-		ctx, cancel = c.withDeadline(ctx)
+	deadline, hasDeadline := ctx.Deadline()
+	if !hasDeadline {
+		deadline = time.Now().Add(c.defaultTimeout + max(wait, 0))
 	}
-	defer cancel()
-	deadline, _ := ctx.Deadline()
 
 	req.CorrelationId = CorrelationID(ctx)
 	if req.CorrelationId == "" {
@@ -318,73 +317,100 @@ func (c *Client) callOn(ctx context.Context, op string, req *pb.Request, wait ti
 
 	for attempt := 0; ; attempt++ {
 		if ctx.Err() != nil {
-			return nil, nil, c.ctxError(ctx, op, corr, nil)
+			return nil, nil, c.deadlineError(ctx, op, corr, nil)
 		}
-		cn, err := c.getConn(ctx, op)
+		cn, err := c.connFor(ctx, deadline, hasDeadline, op)
 		if err != nil {
 			return nil, nil, err
 		}
 		left := time.Until(deadline)
 		if left <= 0 {
-			return nil, nil, c.ctxError(ctx, op, corr, nil)
+			return nil, nil, c.deadlineError(ctx, op, corr, nil)
 		}
 		req.Id = c.nextID.Add(1)
 		req.TimeoutMs = timeoutMs(left)
 		if h := req.GetHold(); h != nil && wait > 0 {
 			h.WaitMs = waitMs(wait, left)
 		}
-		frame, err := encodeFrame(req, c.maxFrame)
+		fb := framePool.Get().(*[]byte)
+		*fb, err = appendFrame((*fb)[:0], req, c.maxFrame)
 		if err != nil {
+			putFrame(fb)
 			return nil, nil, &Error{Op: op, Code: CodeResourceExhausted, Message: err.Error(), CorrelationID: corr}
 		}
-		ch, err := cn.register(req.Id)
-		if err != nil {
-			// Died between getConn and now; nothing was sent, so dial again.
+		cl := getCall(req.Id)
+		if err := cn.register(cl); err != nil {
+			putFrame(fb)
+			putCall(cl)
+			// Died between connFor and now; nothing was sent, so dial again.
 			if errors.Is(err, ErrClosed) {
 				return nil, nil, ErrClosed
 			}
 			continue
 		}
-		if err := cn.write(frame, deadline); err != nil {
-			cn.unregister(req.Id)
+		cn.send(cl, *fb, deadline)
+		putFrame(fb)
+		resp, outcome, err := cn.await(ctx, cl, deadline, hasDeadline)
+		putCall(cl)
+		switch outcome {
+		case answered:
+			resp, err := c.result(op, resp)
+			return resp, cn, err
+		case timedOut:
+			return nil, nil, c.deadlineError(ctx, op, corr, nil)
+		case notSent:
 			if errors.Is(err, ErrClosed) {
 				return nil, nil, ErrClosed
 			}
 			// An incomplete frame is never acted on by the daemon, so one
 			// resend on a fresh connection is safe (the usual case: the
 			// daemon restarted while this client sat idle).
-			if attempt == 0 && ctx.Err() == nil {
+			expired := ctx.Err() != nil || !time.Now().Before(deadline)
+			if attempt == 0 && !expired {
 				continue
 			}
-			if ctx.Err() != nil {
-				return nil, nil, c.ctxError(ctx, op, corr, err)
+			if expired {
+				return nil, nil, c.deadlineError(ctx, op, corr, err)
 			}
 			return nil, nil, &Error{Op: op, Code: CodeUnavailable, Message: "could not send the request", CorrelationID: corr, cause: err}
-		}
-
-		select {
-		case resp := <-ch:
-			resp, err := c.result(op, resp)
-			return resp, cn, err
-		case <-cn.done:
-			select { // an answer that beat the failure still counts
-			case resp := <-ch:
-				resp, err := c.result(op, resp)
-				return resp, cn, err
-			default:
-			}
-			err := cn.failed()
+		default: // connLost
 			if errors.Is(err, ErrClosed) {
 				return nil, nil, ErrClosed
 			}
 			return nil, nil, &Error{Op: op, Code: CodeUnavailable,
 				Message:       "connection to holdfastd lost before the answer; the outcome is unknown",
 				CorrelationID: corr, cause: err}
-		case <-ctx.Done():
-			cn.unregister(req.Id)
-			return nil, nil, c.ctxError(ctx, op, corr, nil)
 		}
 	}
+}
+
+// connFor is getConn for a call: the live connection at once, else a dial
+// bounded by the call's deadline.
+func (c *Client) connFor(ctx context.Context, deadline time.Time, hasDeadline bool, op string) (*conn, error) {
+	if cn, err := c.current(); cn != nil || err != nil {
+		return cn, err
+	}
+	if !hasDeadline {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	return c.getConn(ctx, op)
+}
+
+// deadlineError is the error of a call whose time ran out: cancelled (ctx
+// says so) or past its deadline (ctx's, or the default timeout's when ctx
+// has none).
+func (c *Client) deadlineError(ctx context.Context, op, corr string, cause error) error {
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("holdfast: %s: %w", op, err)
+	}
+	msg := "deadline passed before holdfastd answered"
+	if cause != nil {
+		msg += " (" + cause.Error() + ")"
+	}
+	return &Error{Op: op, Code: CodeDeadlineExceeded, Message: msg,
+		CorrelationID: corr, cause: context.DeadlineExceeded}
 }
 
 // result maps a response to (resp, nil) for CODE_OK or to an *Error.

@@ -4,9 +4,11 @@
 // of record.
 //
 // One Client holds one Unix-socket connection to the daemon and multiplexes
-// any number of concurrent calls over it: each request carries an id, a
-// reader goroutine matches responses to callers, and answers may arrive in
-// any order. Every call takes a context.Context; its deadline is sent to the
+// any number of concurrent calls over it: each request carries an id, the
+// calling goroutine that reads the connection (whichever call is waiting,
+// in turn; no reader goroutine unless session holds are kept) matches
+// responses to callers, and answers may arrive in any order. Frames of
+// concurrent calls are written together. Every call takes a context.Context; its deadline is sent to the
 // daemon as the request's timeout and is also enforced locally, so a call
 // never outlives its context. Calls without a deadline get the client's
 // default timeout.

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"sync"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -17,13 +18,27 @@ const frameHeaderLen = 4
 // than maxBody so an oversized request fails locally instead of making the
 // daemon drop the whole connection.
 func encodeFrame(m proto.Message, maxBody int) ([]byte, error) {
+	return appendFrame(nil, m, maxBody)
+}
+
+// appendFrame is encodeFrame appending to dst.
+func appendFrame(dst []byte, m proto.Message, maxBody int) ([]byte, error) {
 	size := proto.Size(m)
 	if maxBody > 0 && size > maxBody {
 		return nil, fmt.Errorf("encoded request is %d bytes, above the %d-byte frame limit", size, maxBody)
 	}
-	buf := make([]byte, frameHeaderLen, frameHeaderLen+size)
-	binary.BigEndian.PutUint32(buf, uint32(size))
-	return proto.MarshalOptions{}.MarshalAppend(buf, m)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(size))
+	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(dst, m)
+}
+
+// Frame buffers of requests, reused.
+var framePool = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// putFrame gives a frame's buffer back (small ones only).
+func putFrame(bp *[]byte) {
+	if cap(*bp) <= 64<<10 {
+		framePool.Put(bp)
+	}
 }
 
 // readFrame reads one frame body from r. An announced length above maxBody

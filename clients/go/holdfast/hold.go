@@ -163,6 +163,7 @@ func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []st
 		h.Session = true
 		h.st = newSessionState(sessionKey{namespace, partition, h.Fence}, lostCallback(h, o.onLost))
 		cn.sessions.register(h.st)
+		cn.watchSessions()
 	}
 	return h, nil
 }

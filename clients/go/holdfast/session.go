@@ -66,6 +66,13 @@ func (s *sessionHolds) register(st *holdState) {
 	}
 }
 
+// active reports whether the connection has session holds to watch.
+func (s *sessionHolds) active() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.holds) > 0
+}
+
 // forget takes a hold out (released or confirmed through it): it is neither
 // renewed by the daemon any more nor reported.
 func (s *sessionHolds) forget(st *holdState) {
