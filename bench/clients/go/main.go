@@ -298,6 +298,7 @@ func main() {
 	fmt.Println()
 	fmt.Println("   G | holdfast pairs/s | redsync pairs/s | holdfast/redsync | p50 us holdfast/redsync")
 	failed := false
+	summary := map[int]float64{} // G -> median ratio, for bench/run.sh --clients
 	for _, g := range shapes {
 		var hp, rp, ratio, hl, rl []float64
 		for round := 1; round <= *rounds; round++ {
@@ -318,6 +319,13 @@ func main() {
 			}
 		}
 		fmt.Printf("%4d | %16.0f | %15.0f | %16.2f | %.0f/%.0f\n", g, median(hp), median(rp), median(ratio), median(hl), median(rl))
+		summary[g] = median(ratio)
+	}
+	if r, ok := summary[1]; ok {
+		fmt.Printf("ratio_seq %.2f\n", r)
+	}
+	if r, ok := summary[16]; ok {
+		fmt.Printf("ratio_16 %.2f\n", r)
 	}
 	if failed {
 		fmt.Fprintln(os.Stderr, "gobench: some pairs failed (see above)")
