@@ -19,7 +19,7 @@ import { ClientClosedError, HoldfastError } from "./errors.js";
 import { Connection, UnsentError } from "./connection.js";
 import { SESSION_LOST, type SessionHolds, type SessionMember } from "./session.js";
 import { encodeRequest } from "./frame.js";
-import { traceparentFor } from "./trace.js";
+import { traceparentNow } from "./trace.js";
 
 const MAX_TIMEOUT_MS = 2 ** 32 - 1;
 const MAX_UINT32 = 2 ** 32 - 1;
@@ -357,7 +357,7 @@ export class Client implements AsyncDisposable {
   private conn: Connection | null = null;
   private connecting: Promise<Connection> | null = null;
   private closedFlag = false;
-  private lastId = 0n;
+  private lastId = 0;
   private lastConnectError: Error | null = null;
 
   constructor(opts: ClientOptions = {}) {
@@ -683,9 +683,10 @@ export class Client implements AsyncDisposable {
 
   // ---- transport -----------------------------------------------------------
 
-  private nextId(): bigint {
+  private nextId(): number {
     // uint64 on the wire; 0 is reserved for "could not decode the request".
-    this.lastId = this.lastId >= 2n ** 64n - 1n ? 1n : this.lastId + 1n;
+    // A number (not a bigint) is the cheaper key for matching answers.
+    this.lastId = this.lastId >= Number.MAX_SAFE_INTEGER ? 1 : this.lastId + 1;
     return this.lastId;
   }
 
@@ -697,60 +698,66 @@ export class Client implements AsyncDisposable {
     if (this.closedFlag) throw new ClientClosedError();
     const timeoutMs = checkTimeout(opts.timeoutMs ?? this.timeoutMs);
     const deadline = performance.now() + timeoutMs;
+    let traceparent = traceparentNow(opts.traceparent);
+    if (typeof traceparent !== "string") traceparent = await traceparent; // the first call looks for OpenTelemetry
     const req = create(RequestSchema, {
       correlationId: opts.correlationId ?? newCorrelationId(),
-      traceparent: await traceparentFor(opts.traceparent),
+      traceparent,
       method: { case: method, value } as Request["method"],
     });
-    const inFlight: { conn?: Connection; id?: bigint } = {};
+    const signal = opts.signal;
+    try {
+      if (signal?.aborted) throw signal.reason;
+      for (let attempt = 1; ; attempt++) {
+        let conn = this.conn;
+        if (conn === null || conn.broken) conn = await this.connectionWithin(deadline, timeoutMs, signal, attempt > 1);
+        const id = this.nextId();
+        req.id = BigInt(id);
+        req.timeoutMs = wireTimeoutMs(deadline - performance.now());
+        let resp: Response;
+        try {
+          resp = await conn.send(id, encodeRequest(req), deadline, timeoutMs, signal);
+        } catch (err) {
+          // Resend once on a fresh connection, only when the daemon cannot
+          // have seen the request.
+          if (!(err instanceof UnsentError) || attempt >= 2) throw err;
+          continue;
+        }
+        return [resultOf(resp, method), resp, conn];
+      }
+    } catch (err) {
+      if (err instanceof HoldfastError && !err.correlationId) err.correlationId = req.correlationId;
+      throw err;
+    }
+  }
+
+  /**
+   * A usable connection, made (or being made) for a call due at `deadline`:
+   * rejects when the deadline passes first (UNAVAILABLE while the daemon
+   * cannot be reached, DEADLINE_EXCEEDED otherwise) or `signal` aborts.
+   */
+  private async connectionWithin(deadline: number, timeoutMs: number, signal: AbortSignal | undefined, sentBefore: boolean): Promise<Connection> {
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const stop = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        if (inFlight.conn && inFlight.id !== undefined) inFlight.conn.forget(inFlight.id);
-        if (!inFlight.conn && this.lastConnectError) {
+        if (!sentBefore && this.lastConnectError) {
           // Never got a connection: the daemon is down, not slow.
           reject(new HoldfastError(Code.UNAVAILABLE, `cannot connect to holdfastd at ${this.socketPath}: ${this.lastConnectError.message}`));
         } else {
           reject(new HoldfastError(Code.DEADLINE_EXCEEDED, `no answer from holdfastd within ${timeoutMs} ms`));
         }
-      }, timeoutMs);
-      if (opts.signal) {
-        onAbort = () => {
-          if (inFlight.conn && inFlight.id !== undefined) inFlight.conn.forget(inFlight.id);
-          reject(opts.signal!.reason);
-        };
-        if (opts.signal.aborted) onAbort();
-        else opts.signal.addEventListener("abort", onAbort, { once: true });
+      }, Math.max(0, deadline - performance.now()));
+      if (signal) {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener("abort", onAbort, { once: true });
       }
     });
     try {
-      const resp: Response = await Promise.race([this.roundtrip(req, deadline, inFlight), stop]);
-      const result: ResultValue<K> = resultOf(resp, method);
-      return [result, resp, inFlight.conn!];
-    } catch (err) {
-      if (err instanceof HoldfastError && !err.correlationId) err.correlationId = req.correlationId;
-      throw err;
+      return await Promise.race([this.connection(deadline), stop]);
     } finally {
       clearTimeout(timer);
-      if (onAbort) opts.signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  private async roundtrip(req: Request, deadline: number, inFlight: { conn?: Connection; id?: bigint }): Promise<Response> {
-    for (let attempt = 1; ; attempt++) {
-      const conn = await this.connection(deadline);
-      req.id = this.nextId();
-      req.timeoutMs = wireTimeoutMs(deadline - performance.now());
-      inFlight.conn = conn;
-      inFlight.id = req.id;
-      try {
-        return await conn.send(req.id, encodeRequest(req));
-      } catch (err) {
-        // Resend once on a fresh connection, only when the daemon cannot
-        // have seen the request.
-        if (!(err instanceof UnsentError) || attempt >= 2) throw err;
-      }
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
     }
   }
 
