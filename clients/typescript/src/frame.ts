@@ -1,8 +1,9 @@
 // Wire framing: 4-byte big-endian length, then one protobuf envelope. No I/O.
 
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { ResponseSchema, type Request, RequestSchema, type Response } from "./gen/holdfast/v1/holdfast_pb.js";
+import { type Request, RequestSchema, type Response } from "./gen/holdfast/v1/holdfast_pb.js";
+import { decodeResponseBody } from "./codec.js";
 
 /** Responses are small; a far larger length means the stream is out of step. */
 export const MAX_RESPONSE_FRAME = 16 * 1024 * 1024;
@@ -29,7 +30,7 @@ export function encodeRequest(req: Request): Buffer {
 
 export function decodeResponse(body: Uint8Array): Response {
   try {
-    return fromBinary(ResponseSchema, body);
+    return decodeResponseBody(body);
   } catch (err) {
     throw new FrameError(`undecodable response frame (${body.length} bytes): ${String(err)}`);
   }
