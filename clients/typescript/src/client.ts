@@ -1,13 +1,12 @@
 // The holdfast client: async/await API over one Unix-socket connection.
 
-import { randomUUID } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import { inspect } from "node:util";
 
 import { create } from "@bufbuild/protobuf";
 import {
   Code,
   PoolTakeSchema,
-  RequestSchema,
   ResourceState,
   SegmentSchema,
   type PoolCapacity as PbPoolCapacity,
@@ -18,7 +17,7 @@ import {
 import { ClientClosedError, HoldfastError } from "./errors.js";
 import { Connection, UnsentError } from "./connection.js";
 import { SESSION_LOST, type SessionHolds, type SessionMember } from "./session.js";
-import { encodeRequest } from "./frame.js";
+import { encodeCall } from "./codec.js";
 import { traceparentNow } from "./trace.js";
 
 const MAX_TIMEOUT_MS = 2 ** 32 - 1;
@@ -287,8 +286,18 @@ type ResultValue<K extends Method> = Extract<Response["result"], { case: K }>["v
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// Random bytes for correlation ids, drawn a few KiB at a time.
+const idBytes = Buffer.alloc(4096);
+let idBytesUsed = idBytes.length;
+
+/** A random correlation id: 32 lowercase hex digits. */
 export function newCorrelationId(): string {
-  return randomUUID().replaceAll("-", "");
+  if (idBytesUsed + 16 > idBytes.length) {
+    randomFillSync(idBytes);
+    idBytesUsed = 0;
+  }
+  idBytesUsed += 16;
+  return idBytes.toString("hex", idBytesUsed - 16, idBytesUsed);
 }
 
 function checkIds(ids: readonly string[]): string[] {
@@ -339,10 +348,10 @@ function checkWait(wait: number | undefined): number {
   return Math.min(MAX_UINT32, Math.ceil(wait));
 }
 
-/** The call options of a hold: a deadline long enough for its wait. */
-function holdCallOptions<O extends HoldOptionsBase>(opts: O, defaultTimeoutMs: number, wait: number, correlationId: string): O {
+/** The deadline of a hold (ms): long enough for its wait. */
+function holdTimeoutMs(opts: HoldOptionsBase, defaultTimeoutMs: number, wait: number): number {
   const timeoutMs = checkTimeout(opts.timeoutMs ?? defaultTimeoutMs);
-  return { ...opts, correlationId, timeoutMs: wait > 0 ? Math.max(timeoutMs, wait + WAIT_MARGIN_MS) : timeoutMs };
+  return wait > 0 ? Math.max(timeoutMs, wait + WAIT_MARGIN_MS) : timeoutMs;
 }
 
 /**
@@ -410,7 +419,9 @@ export class Client implements AsyncDisposable {
     const [r, resp, conn] = await this.call(
       "hold",
       { namespace, partition, ids: list, ttlMs: opts.ttlMs ?? 0, segment: wireSegment(segment), session, waitMs: wait },
-      holdCallOptions(opts, this.timeoutMs, wait, correlationId),
+      opts,
+      holdTimeoutMs(opts, this.timeoutMs, wait),
+      correlationId,
     );
     const h = new Hold(this, namespace, partition, list, r.token, r.fence, r.ttlMs, correlationId, resp.degraded, segment);
     // A degraded answer held nothing, so there is nothing to keep.
@@ -542,7 +553,9 @@ export class Client implements AsyncDisposable {
     const [r, resp] = await this.call(
       "hold",
       { namespace, partition, units: takes, ttlMs: opts.ttlMs ?? 0, waitMs: wait },
-      holdCallOptions(opts, this.timeoutMs, wait, correlationId),
+      opts,
+      holdTimeoutMs(opts, this.timeoutMs, wait),
+      correlationId,
     );
     return new PoolHold(this, namespace, partition, unitCounts(takes), r.token, r.fence, r.ttlMs, correlationId, resp.degraded);
   }
@@ -694,17 +707,15 @@ export class Client implements AsyncDisposable {
     method: K,
     value: Partial<MethodValue<K>>,
     opts: CallOptions,
+    timeout?: number,
+    cid?: string,
   ): Promise<[ResultValue<K>, Response, Connection]> {
     if (this.closedFlag) throw new ClientClosedError();
-    const timeoutMs = checkTimeout(opts.timeoutMs ?? this.timeoutMs);
+    const timeoutMs = timeout ?? checkTimeout(opts.timeoutMs ?? this.timeoutMs);
+    const correlationId = cid ?? opts.correlationId ?? newCorrelationId();
     const deadline = performance.now() + timeoutMs;
     let traceparent = traceparentNow(opts.traceparent);
     if (typeof traceparent !== "string") traceparent = await traceparent; // the first call looks for OpenTelemetry
-    const req = create(RequestSchema, {
-      correlationId: opts.correlationId ?? newCorrelationId(),
-      traceparent,
-      method: { case: method, value } as Request["method"],
-    });
     const signal = opts.signal;
     try {
       if (signal?.aborted) throw signal.reason;
@@ -712,11 +723,10 @@ export class Client implements AsyncDisposable {
         let conn = this.conn;
         if (conn === null || conn.broken) conn = await this.connectionWithin(deadline, timeoutMs, signal, attempt > 1);
         const id = this.nextId();
-        req.id = BigInt(id);
-        req.timeoutMs = wireTimeoutMs(deadline - performance.now());
+        const frame = encodeCall(id, correlationId, wireTimeoutMs(deadline - performance.now()), traceparent, method, value);
         let resp: Response;
         try {
-          resp = await conn.send(id, encodeRequest(req), deadline, timeoutMs, signal);
+          resp = await conn.send(id, frame, deadline, timeoutMs, signal);
         } catch (err) {
           // Resend once on a fresh connection, only when the daemon cannot
           // have seen the request.
@@ -726,7 +736,7 @@ export class Client implements AsyncDisposable {
         return [resultOf(resp, method), resp, conn];
       }
     } catch (err) {
-      if (err instanceof HoldfastError && !err.correlationId) err.correlationId = req.correlationId;
+      if (err instanceof HoldfastError && !err.correlationId) err.correlationId = correlationId;
       throw err;
     }
   }
