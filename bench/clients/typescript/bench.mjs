@@ -8,11 +8,17 @@
 //
 //   node bench.mjs --socket DIR/holdfast.sock --redis DIR/redis.sock
 //                  [--seconds 5] [--rounds 3] [--concurrency 16]
-//                  [--only holdfast|redlock] [--pids PID,PID]
+//                  [--only holdfast|redlock] [--mode seq|inflight]
+//                  [--pids PID,PID] [--before PATH]
 //
 // --pids: processes (holdfastd, redis-server) whose CPU use is shown per phase.
+// --before: another build of the client (its dist/src/index.js, e.g. of an
+// older commit), measured as "before" in the same rounds: its ratio to
+// redlock is shown too.
 
 import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 
 import { Client } from "holdfast-client";
@@ -29,6 +35,8 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     pids: { type: "string", default: "" },
     warmup: { type: "string", default: "1" },
+    before: { type: "string" },
+    mode: { type: "string" },
   },
 });
 if (!args.socket || !args.redis) {
@@ -50,13 +58,19 @@ const redis = new Redis({ path: args.redis, enableAutoPipelining: false, lazyCon
 await redis.connect();
 const redlock = new Redlock([redis], { retryCount: 0 });
 
+const holdfastPair = (c) => async (key) => {
+  const h = await c.hold("seat", TAG, [key], { ttlMs: TTL_MS });
+  await h.release();
+};
+let before = null;
+if (args.before) {
+  const { Client: BeforeClient } = await import(pathToFileURL(resolve(args.before)).href);
+  before = new BeforeClient({ socketPath: args.socket, timeoutMs: 5000 });
+}
+
 const contenders = {
-  holdfast: {
-    pair: async (key) => {
-      const h = await client.hold("seat", TAG, [key], { ttlMs: TTL_MS });
-      await h.release();
-    },
-  },
+  holdfast: { pair: holdfastPair(client) },
+  ...(before ? { before: { pair: holdfastPair(before) } } : {}),
   redlock: {
     pair: async (key) => {
       const lock = await redlock.acquire([`${TAG}:${key}`], TTL_MS);
@@ -115,11 +129,11 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-const names = args.only ? [args.only] : ["holdfast", "redlock"];
+const names = args.only ? [args.only] : Object.keys(contenders);
 const modes = [
   { mode: "seq", loops: 1 },
   { mode: `${CONC} in flight`, loops: CONC },
-];
+].filter((m) => !args.mode || (args.mode === "seq") === (m.loops === 1));
 
 for (const name of names) for (const m of modes) await phase(name, m.loops, WARMUP); // JIT, connections
 
@@ -139,22 +153,24 @@ for (let round = 1; round <= ROUNDS; round++) {
 }
 
 client.close();
+before?.close();
 redis.disconnect();
 
 // ---- summary: medians over the rounds; ratios from the same rounds ---------
 console.log("");
 console.log(`median of ${ROUNDS} rounds, ${SECONDS} s each (hold+release pairs; keys distinct per loop)`);
-console.log(`mode            ${names.map((n) => `${n} pairs/s  p50 µs`.padStart(26)).join("")}${names.length === 2 ? "   ratio" : ""}`);
+const others = names.filter((n) => n !== "redlock");
+const ratioCols = names.includes("redlock") ? others.map((n) => `${n}/redlock`) : [];
+console.log(`mode            ${names.map((n) => `${n} pairs/s  p50 µs`.padStart(26)).join("")}${ratioCols.map((c) => c.padStart(18)).join("")}`);
 for (const m of modes) {
   const cols = names.map((n) => {
     const rs = results[`${m.mode}/${n}`];
     return `${fmt(median(rs.map((r) => r.pairs)), 17)}${fmt(median(rs.map((r) => r.p50)), 9)}`;
   });
-  let ratio = "";
-  if (names.length === 2) {
-    const hf = results[`${m.mode}/holdfast`];
-    const rl = results[`${m.mode}/redlock`];
-    ratio = median(hf.map((r, i) => r.pairs / rl[i].pairs)).toFixed(2).padStart(8);
-  }
-  console.log(`${m.mode.padEnd(16)}${cols.join("")}${ratio}`);
+  const rl = results[`${m.mode}/redlock`];
+  const ratios = ratioCols.map((_, k) => {
+    const hf = results[`${m.mode}/${others[k]}`];
+    return median(hf.map((r, i) => r.pairs / rl[i].pairs)).toFixed(2).padStart(18);
+  });
+  console.log(`${m.mode.padEnd(16)}${cols.join("")}${ratios.join("")}`);
 }
