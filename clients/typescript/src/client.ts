@@ -747,6 +747,7 @@ export class Client implements AsyncDisposable {
    * cannot be reached, DEADLINE_EXCEEDED otherwise) or `signal` aborts.
    */
   private async connectionWithin(deadline: number, timeoutMs: number, signal: AbortSignal | undefined, sentBefore: boolean): Promise<Connection> {
+    if (signal?.aborted) throw signal.reason;
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const stop = new Promise<never>((_, reject) => {

@@ -101,6 +101,7 @@ export class Connection {
     if (this.brokenBy !== null || this.sock.destroyed || !this.sock.writable) {
       throw new UnsentError(Code.UNAVAILABLE, "connection to holdfastd is closed");
     }
+    if (signal?.aborted) throw signal.reason; // nothing queued
     let p!: Pending;
     const promise = new Promise<Response>((resolve, reject) => {
       p = new Pending(id, deadline, timeoutMs, resolve, reject, signal);

@@ -196,3 +196,21 @@ test("calls not yet written when the connection breaks are sent again on a new o
   assert.equal(daemon.connections, 2);
   c.close();
 });
+
+test("an abort stops waiting for that call only; one aborted before it starts sends nothing", async () => {
+  daemon.handler = (req) => (req.method.case === "status" && req.method.value.ids[0] === "slow" ? null : okFor(req));
+  const c = new Client({ socketPath: path });
+  await c.health();
+  const sent = daemon.requests.length;
+  const aborted = AbortSignal.abort();
+  await assert.rejects(c.status("seat", "p", ["X"], { signal: aborted }), { name: "AbortError" });
+  const ac = new AbortController();
+  const slow = c.status("seat", "p", ["slow"], { signal: ac.signal, timeoutMs: 5000 });
+  const fast = c.status("seat", "p", ["F"], { signal: ac.signal });
+  assert.equal((await fast)[0].id, "F");
+  ac.abort();
+  await assert.rejects(slow, { name: "AbortError" });
+  assert.deepEqual(daemon.requests.slice(sent).map((r) => (r.method.case === "status" ? r.method.value.ids[0] : "")), ["slow", "F"]);
+  assert.equal(connOf(c).waiting, 0);
+  c.close();
+});
