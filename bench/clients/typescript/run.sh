@@ -3,7 +3,9 @@
 # hold+release pairs/s, sequentially and with 16 in flight, alternately on one
 # private stack (tools/devstack.sh), 3 rounds of ~5 s each. The last lines
 # are a table of medians with the ratios holdfast / redlock.
-# Usage: bench/clients/typescript/run.sh [bench.mjs options, e.g. --seconds 2 --rounds 1]
+# Usage: bench/clients/typescript/run.sh [bench.mjs options, e.g. --seconds 2 --rounds 1,
+#        or --before OTHER/clients/typescript/dist/src/index.js: another build of
+#        the client measured in the same rounds]
 # Builds the daemon (tools/build.sh release) when it is not built, and the
 # client (clients/typescript: npm ci when needed, npm run build). Numbers
 # depend on the machine; only the ratios travel.
@@ -28,5 +30,13 @@ dir="$(mktemp -d /tmp/hf-tsbench.XXXXXX)" # short: socket paths max 107 bytes
 trap 'tools/devstack.sh down "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 tools/devstack.sh up "$dir" >/dev/null
 echo "node $(node --version), $(nproc) cores; holdfastd $(cat "$dir/holdfastd.pid"), redis-server $(cat "$dir/redis.pid")"
+# For scale: holds alone from the C bench client (hiredis-style pipelining,
+# 1 connection, 16 deep), through holdfastd and straight to Redis.
+if [[ -x build/bench/bench_hold ]]; then
+  echo "== C client (bench/bench_hold), holds only, 1 connection, 16 in flight"
+  build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" \
+    --connections 1 --depth 16 --holds 50000 | grep -v '^ratio'
+fi
+echo "== TypeScript: hold+release pairs"
 node "$here/bench.mjs" --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" \
   --pids "$(cat "$dir/holdfastd.pid"),$(cat "$dir/redis.pid")" "$@"
