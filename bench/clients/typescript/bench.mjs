@@ -157,7 +157,14 @@ before?.close();
 redis.disconnect();
 
 // ---- summary: medians over the rounds; ratios from the same rounds ---------
+const medianRatio = (mode, name) =>
+  median(results[`${mode}/${name}`].map((r, i) => r.pairs / results[`${mode}/redlock`][i].pairs));
 console.log("");
+if (names.includes("holdfast") && names.includes("redlock")) {
+  // For bench/run.sh --clients (issue 15's goals: >= 1.0 and >= 2.0).
+  for (const m of modes) console.log(`${m.loops === 1 ? "ratio_seq" : `ratio_${m.loops}`} ${medianRatio(m.mode, "holdfast").toFixed(2)}`);
+  console.log("");
+}
 console.log(`median of ${ROUNDS} rounds, ${SECONDS} s each (hold+release pairs; keys distinct per loop)`);
 const others = names.filter((n) => n !== "redlock");
 const ratioCols = names.includes("redlock") ? others.map((n) => `${n}/redlock`) : [];
@@ -167,10 +174,6 @@ for (const m of modes) {
     const rs = results[`${m.mode}/${n}`];
     return `${fmt(median(rs.map((r) => r.pairs)), 17)}${fmt(median(rs.map((r) => r.p50)), 9)}`;
   });
-  const rl = results[`${m.mode}/redlock`];
-  const ratios = ratioCols.map((_, k) => {
-    const hf = results[`${m.mode}/${others[k]}`];
-    return median(hf.map((r, i) => r.pairs / rl[i].pairs)).toFixed(2).padStart(18);
-  });
+  const ratios = ratioCols.map((_, k) => medianRatio(m.mode, others[k]).toFixed(2).padStart(18));
   console.log(`${m.mode.padEnd(16)}${cols.join("")}${ratios.join("")}`);
 }
