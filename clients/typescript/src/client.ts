@@ -1,13 +1,12 @@
 // The holdfast client: async/await API over one Unix-socket connection.
 
-import { randomUUID } from "node:crypto";
+import { randomFillSync } from "node:crypto";
 import { inspect } from "node:util";
 
 import { create } from "@bufbuild/protobuf";
 import {
   Code,
   PoolTakeSchema,
-  RequestSchema,
   ResourceState,
   SegmentSchema,
   type PoolCapacity as PbPoolCapacity,
@@ -18,8 +17,8 @@ import {
 import { ClientClosedError, HoldfastError } from "./errors.js";
 import { Connection, UnsentError } from "./connection.js";
 import { SESSION_LOST, type SessionHolds, type SessionMember } from "./session.js";
-import { encodeRequest } from "./frame.js";
-import { traceparentFor } from "./trace.js";
+import { encodeCall } from "./codec.js";
+import { traceparentNow } from "./trace.js";
 
 const MAX_TIMEOUT_MS = 2 ** 32 - 1;
 const MAX_UINT32 = 2 ** 32 - 1;
@@ -287,8 +286,18 @@ type ResultValue<K extends Method> = Extract<Response["result"], { case: K }>["v
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+// Random bytes for correlation ids, drawn a few KiB at a time.
+const idBytes = Buffer.alloc(4096);
+let idBytesUsed = idBytes.length;
+
+/** A random correlation id: 32 lowercase hex digits. */
 export function newCorrelationId(): string {
-  return randomUUID().replaceAll("-", "");
+  if (idBytesUsed + 16 > idBytes.length) {
+    randomFillSync(idBytes);
+    idBytesUsed = 0;
+  }
+  idBytesUsed += 16;
+  return idBytes.toString("hex", idBytesUsed - 16, idBytesUsed);
 }
 
 function checkIds(ids: readonly string[]): string[] {
@@ -339,10 +348,10 @@ function checkWait(wait: number | undefined): number {
   return Math.min(MAX_UINT32, Math.ceil(wait));
 }
 
-/** The call options of a hold: a deadline long enough for its wait. */
-function holdCallOptions<O extends HoldOptionsBase>(opts: O, defaultTimeoutMs: number, wait: number, correlationId: string): O {
+/** The deadline of a hold (ms): long enough for its wait. */
+function holdTimeoutMs(opts: HoldOptionsBase, defaultTimeoutMs: number, wait: number): number {
   const timeoutMs = checkTimeout(opts.timeoutMs ?? defaultTimeoutMs);
-  return { ...opts, correlationId, timeoutMs: wait > 0 ? Math.max(timeoutMs, wait + WAIT_MARGIN_MS) : timeoutMs };
+  return wait > 0 ? Math.max(timeoutMs, wait + WAIT_MARGIN_MS) : timeoutMs;
 }
 
 /**
@@ -357,7 +366,7 @@ export class Client implements AsyncDisposable {
   private conn: Connection | null = null;
   private connecting: Promise<Connection> | null = null;
   private closedFlag = false;
-  private lastId = 0n;
+  private lastId = 0;
   private lastConnectError: Error | null = null;
 
   constructor(opts: ClientOptions = {}) {
@@ -410,7 +419,9 @@ export class Client implements AsyncDisposable {
     const [r, resp, conn] = await this.call(
       "hold",
       { namespace, partition, ids: list, ttlMs: opts.ttlMs ?? 0, segment: wireSegment(segment), session, waitMs: wait },
-      holdCallOptions(opts, this.timeoutMs, wait, correlationId),
+      opts,
+      holdTimeoutMs(opts, this.timeoutMs, wait),
+      correlationId,
     );
     const h = new Hold(this, namespace, partition, list, r.token, r.fence, r.ttlMs, correlationId, resp.degraded, segment);
     // A degraded answer held nothing, so there is nothing to keep.
@@ -542,7 +553,9 @@ export class Client implements AsyncDisposable {
     const [r, resp] = await this.call(
       "hold",
       { namespace, partition, units: takes, ttlMs: opts.ttlMs ?? 0, waitMs: wait },
-      holdCallOptions(opts, this.timeoutMs, wait, correlationId),
+      opts,
+      holdTimeoutMs(opts, this.timeoutMs, wait),
+      correlationId,
     );
     return new PoolHold(this, namespace, partition, unitCounts(takes), r.token, r.fence, r.ttlMs, correlationId, resp.degraded);
   }
@@ -683,9 +696,10 @@ export class Client implements AsyncDisposable {
 
   // ---- transport -----------------------------------------------------------
 
-  private nextId(): bigint {
+  private nextId(): number {
     // uint64 on the wire; 0 is reserved for "could not decode the request".
-    this.lastId = this.lastId >= 2n ** 64n - 1n ? 1n : this.lastId + 1n;
+    // A number (not a bigint) is the cheaper key for matching answers.
+    this.lastId = this.lastId >= Number.MAX_SAFE_INTEGER ? 1 : this.lastId + 1;
     return this.lastId;
   }
 
@@ -693,64 +707,68 @@ export class Client implements AsyncDisposable {
     method: K,
     value: Partial<MethodValue<K>>,
     opts: CallOptions,
+    timeout?: number,
+    cid?: string,
   ): Promise<[ResultValue<K>, Response, Connection]> {
     if (this.closedFlag) throw new ClientClosedError();
-    const timeoutMs = checkTimeout(opts.timeoutMs ?? this.timeoutMs);
+    const timeoutMs = timeout ?? checkTimeout(opts.timeoutMs ?? this.timeoutMs);
+    const correlationId = cid ?? opts.correlationId ?? newCorrelationId();
     const deadline = performance.now() + timeoutMs;
-    const req = create(RequestSchema, {
-      correlationId: opts.correlationId ?? newCorrelationId(),
-      traceparent: await traceparentFor(opts.traceparent),
-      method: { case: method, value } as Request["method"],
-    });
-    const inFlight: { conn?: Connection; id?: bigint } = {};
+    let traceparent = traceparentNow(opts.traceparent);
+    if (typeof traceparent !== "string") traceparent = await traceparent; // the first call looks for OpenTelemetry
+    const signal = opts.signal;
+    try {
+      if (signal?.aborted) throw signal.reason;
+      for (let attempt = 1; ; attempt++) {
+        let conn = this.conn;
+        if (conn === null || conn.broken) conn = await this.connectionWithin(deadline, timeoutMs, signal, attempt > 1);
+        const id = this.nextId();
+        const frame = encodeCall(id, correlationId, wireTimeoutMs(deadline - performance.now()), traceparent, method, value);
+        let resp: Response;
+        try {
+          resp = await conn.send(id, frame, deadline, timeoutMs, signal);
+        } catch (err) {
+          // Resend once on a fresh connection, only when the daemon cannot
+          // have seen the request.
+          if (!(err instanceof UnsentError) || attempt >= 2) throw err;
+          continue;
+        }
+        return [resultOf(resp, method), resp, conn];
+      }
+    } catch (err) {
+      if (err instanceof HoldfastError && !err.correlationId) err.correlationId = correlationId;
+      throw err;
+    }
+  }
+
+  /**
+   * A usable connection, made (or being made) for a call due at `deadline`:
+   * rejects when the deadline passes first (UNAVAILABLE while the daemon
+   * cannot be reached, DEADLINE_EXCEEDED otherwise) or `signal` aborts.
+   */
+  private async connectionWithin(deadline: number, timeoutMs: number, signal: AbortSignal | undefined, sentBefore: boolean): Promise<Connection> {
+    if (signal?.aborted) throw signal.reason;
     let timer: NodeJS.Timeout | undefined;
     let onAbort: (() => void) | undefined;
     const stop = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
-        if (inFlight.conn && inFlight.id !== undefined) inFlight.conn.forget(inFlight.id);
-        if (!inFlight.conn && this.lastConnectError) {
+        if (!sentBefore && this.lastConnectError) {
           // Never got a connection: the daemon is down, not slow.
           reject(new HoldfastError(Code.UNAVAILABLE, `cannot connect to holdfastd at ${this.socketPath}: ${this.lastConnectError.message}`));
         } else {
           reject(new HoldfastError(Code.DEADLINE_EXCEEDED, `no answer from holdfastd within ${timeoutMs} ms`));
         }
-      }, timeoutMs);
-      if (opts.signal) {
-        onAbort = () => {
-          if (inFlight.conn && inFlight.id !== undefined) inFlight.conn.forget(inFlight.id);
-          reject(opts.signal!.reason);
-        };
-        if (opts.signal.aborted) onAbort();
-        else opts.signal.addEventListener("abort", onAbort, { once: true });
+      }, Math.max(0, deadline - performance.now()));
+      if (signal) {
+        onAbort = () => reject(signal.reason);
+        signal.addEventListener("abort", onAbort, { once: true });
       }
     });
     try {
-      const resp: Response = await Promise.race([this.roundtrip(req, deadline, inFlight), stop]);
-      const result: ResultValue<K> = resultOf(resp, method);
-      return [result, resp, inFlight.conn!];
-    } catch (err) {
-      if (err instanceof HoldfastError && !err.correlationId) err.correlationId = req.correlationId;
-      throw err;
+      return await Promise.race([this.connection(deadline), stop]);
     } finally {
       clearTimeout(timer);
-      if (onAbort) opts.signal?.removeEventListener("abort", onAbort);
-    }
-  }
-
-  private async roundtrip(req: Request, deadline: number, inFlight: { conn?: Connection; id?: bigint }): Promise<Response> {
-    for (let attempt = 1; ; attempt++) {
-      const conn = await this.connection(deadline);
-      req.id = this.nextId();
-      req.timeoutMs = wireTimeoutMs(deadline - performance.now());
-      inFlight.conn = conn;
-      inFlight.id = req.id;
-      try {
-        return await conn.send(req.id, encodeRequest(req));
-      } catch (err) {
-        // Resend once on a fresh connection, only when the daemon cannot
-        // have seen the request.
-        if (!(err instanceof UnsentError) || attempt >= 2) throw err;
-      }
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
     }
   }
 

@@ -1,8 +1,9 @@
 // Wire framing: 4-byte big-endian length, then one protobuf envelope. No I/O.
 
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { ResponseSchema, type Request, RequestSchema, type Response } from "./gen/holdfast/v1/holdfast_pb.js";
+import { type Request, RequestSchema, type Response } from "./gen/holdfast/v1/holdfast_pb.js";
+import { decodeResponseBody } from "./codec.js";
 
 /** Responses are small; a far larger length means the stream is out of step. */
 export const MAX_RESPONSE_FRAME = 16 * 1024 * 1024;
@@ -29,37 +30,69 @@ export function encodeRequest(req: Request): Buffer {
 
 export function decodeResponse(body: Uint8Array): Response {
   try {
-    return fromBinary(ResponseSchema, body);
+    return decodeResponseBody(body);
   } catch (err) {
     throw new FrameError(`undecodable response frame (${body.length} bytes): ${String(err)}`);
   }
 }
 
-/** Collects stream chunks and returns complete frame bodies. */
+/** Collects stream chunks and cuts complete frame bodies out of them. */
 export class FrameReader {
-  private buf: Buffer = Buffer.alloc(0);
+  /** An incomplete frame's bytes so far (copies), and how many it needs at least. */
+  private parts: Buffer[] = [];
+  private partsLen = 0;
+  private need = 4;
 
   constructor(private readonly maxFrame = MAX_RESPONSE_FRAME) {}
 
+  /** The complete frame bodies that `chunk` completes, in order. */
   feed(chunk: Uint8Array): Buffer[] {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : Buffer.from(chunk);
     const out: Buffer[] = [];
-    let off = 0;
-    while (this.buf.length - off >= 4) {
-      const n = this.buf.readUInt32BE(off);
-      if (n > this.maxFrame) {
-        throw new FrameError(`frame of ${n} bytes exceeds the ${this.maxFrame}-byte limit`);
-      }
-      if (this.buf.length - off - 4 < n) break;
-      out.push(this.buf.subarray(off + 4, off + 4 + n));
-      off += 4 + n;
-    }
-    // Copy the tail so the consumed bytes can be collected.
-    this.buf = off === this.buf.length ? Buffer.alloc(0) : Buffer.from(this.buf.subarray(off));
+    this.each(chunk, (body) => out.push(body));
     return out;
   }
 
+  /**
+   * Calls `onFrame` with each frame body that `chunk` completes, in order.
+   * A body is a view into `chunk` (no copy) unless the frame was split
+   * across chunks; it is valid until the caller reuses `chunk`.
+   */
+  each(chunk: Uint8Array, onFrame: (body: Buffer) => void): void {
+    let buf = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    if (this.partsLen > 0) {
+      if (this.partsLen + buf.length < this.need) {
+        this.parts.push(Buffer.from(buf)); // the caller may reuse its chunk
+        this.partsLen += buf.length;
+        return;
+      }
+      this.parts.push(buf);
+      buf = Buffer.concat(this.parts, this.partsLen + buf.length);
+      this.parts = [];
+      this.partsLen = 0;
+      this.need = 4;
+    }
+    const len = buf.length;
+    let off = 0;
+    while (len - off >= 4) {
+      const n = buf.readUInt32BE(off);
+      if (n > this.maxFrame) {
+        throw new FrameError(`frame of ${n} bytes exceeds the ${this.maxFrame}-byte limit`);
+      }
+      if (len - off - 4 < n) break;
+      const body = buf.subarray(off + 4, off + 4 + n);
+      off += 4 + n;
+      onFrame(body);
+    }
+    if (off < len) {
+      // Copy the tail so the consumed bytes can be collected.
+      const rest = Buffer.from(buf.subarray(off));
+      this.parts = [rest];
+      this.partsLen = rest.length;
+      this.need = rest.length >= 4 ? 4 + rest.readUInt32BE(0) : 4;
+    }
+  }
+
   get pendingBytes(): number {
-    return this.buf.length;
+    return this.partsLen;
   }
 }

@@ -39,14 +39,8 @@ async function load(): Promise<OtelApi | null> {
 const HEX32 = /^[0-9a-f]{32}$/;
 const HEX16 = /^[0-9a-f]{16}$/;
 
-/**
- * The traceparent of the active OpenTelemetry context, "" without the API or
- * a valid span context. The first call loads the API (once); the context is
- * read after that, still in the caller's async context.
- */
-export async function currentTraceparent(): Promise<string> {
-  const api = otel === undefined ? await load() : otel;
-  if (!api) return "";
+/** The traceparent of `api`'s active context, "" without a valid span context. */
+function traceparentOf(api: OtelApi): string {
   try {
     const sc = api.trace.getSpanContext(api.context.active());
     if (!sc || !api.isSpanContextValid(sc)) return "";
@@ -60,11 +54,31 @@ export async function currentTraceparent(): Promise<string> {
   }
 }
 
+/**
+ * The traceparent of the active OpenTelemetry context, "" without the API or
+ * a valid span context. The first call loads the API (once); the context is
+ * read after that, still in the caller's async context.
+ */
+export async function currentTraceparent(): Promise<string> {
+  const api = otel === undefined ? await load() : otel;
+  return api ? traceparentOf(api) : "";
+}
+
 /** A request's traceparent: the call's own (even ""), else OpenTelemetry's. */
 export async function traceparentFor(explicit: string | undefined): Promise<string> {
+  return traceparentNow(explicit);
+}
+
+/**
+ * traceparentFor without a promise once the API was looked for: a string
+ * at once (the context read synchronously, in the caller's context), a
+ * promise only on the first call that has to load it.
+ */
+export function traceparentNow(explicit: string | undefined): string | Promise<string> {
   if (explicit !== undefined && explicit !== null) {
     if (typeof explicit !== "string") throw new TypeError("traceparent must be a string");
     return explicit;
   }
-  return currentTraceparent();
+  if (otel === undefined) return currentTraceparent();
+  return otel === null ? "" : traceparentOf(otel);
 }

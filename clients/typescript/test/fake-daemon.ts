@@ -89,6 +89,14 @@ export class FakeDaemon {
   handler: Handler = okFor;
   readonly requests: Request[] = [];
   connections = 0;
+  /** Frames in each read of request bytes (one entry per 'data' event that completed any). */
+  readonly framesPerRead: number[] = [];
+  /**
+   * How the answers to one read go out: "each" one write per answer,
+   * "batch" all in one write, "split" all in one buffer written in pieces of
+   * 1..7 bytes, a few ms apart (so the client reads them in many pieces).
+   */
+  answers: "each" | "batch" | "split" = "each";
   private server: net.Server | null = null;
   private readonly socks = new Set<net.Socket>();
 
@@ -115,6 +123,37 @@ export class FakeDaemon {
     for (const s of this.socks) s.write(data);
   }
 
+  /** Frames `responses` and sends them to every connection in one write. */
+  sendFrames(responses: Response[]): void {
+    this.sendRaw(Buffer.concat(responses.map((r) => encodeFrame(ResponseSchema, r))));
+  }
+
+  private write(sock: net.Socket, frames: Buffer[]): void {
+    if (frames.length === 0) return;
+    if (this.answers === "each") {
+      for (const f of frames) sock.write(f);
+      return;
+    }
+    const data = Buffer.concat(frames);
+    if (this.answers === "batch") {
+      sock.write(data);
+      return;
+    }
+    const pieces: Buffer[] = [];
+    for (let off = 0, k = 0; off < data.length; k++) {
+      const n = 1 + (k % 7);
+      pieces.push(data.subarray(off, off + n));
+      off += n;
+    }
+    const next = () => {
+      const piece = pieces.shift();
+      if (piece === undefined || sock.destroyed) return;
+      sock.write(piece);
+      setTimeout(next, 1);
+    };
+    next();
+  }
+
   private serve(sock: net.Socket): void {
     this.connections++;
     this.socks.add(sock);
@@ -123,17 +162,22 @@ export class FakeDaemon {
     sock.on("close", () => this.socks.delete(sock));
     sock.on("data", (chunk) => {
       buf = Buffer.concat([buf, chunk]);
+      const out: Buffer[] = [];
+      let frames = 0;
       while (buf.length >= 4) {
         const n = buf.readUInt32BE(0);
         if (buf.length < 4 + n) break;
         const req = fromBinary(RequestSchema, buf.subarray(4, 4 + n));
         buf = buf.subarray(4 + n);
         this.requests.push(req);
-        const out = this.handler(req);
-        for (const resp of out === null ? [] : Array.isArray(out) ? out : [out]) {
-          sock.write(encodeFrame(ResponseSchema, resp));
+        frames++;
+        const answer = this.handler(req);
+        for (const resp of answer === null ? [] : Array.isArray(answer) ? answer : [answer]) {
+          out.push(encodeFrame(ResponseSchema, resp));
         }
       }
+      if (frames > 0) this.framesPerRead.push(frames);
+      this.write(sock, out);
     });
   }
 }
