@@ -17,7 +17,7 @@ import {
 import { ClientClosedError, HoldfastError } from "./errors.js";
 import { Connection, UnsentError } from "./connection.js";
 import { SESSION_LOST, type SessionHolds, type SessionMember } from "./session.js";
-import { encodeCall } from "./codec.js";
+import { encodeCall } from "./frame.js";
 import { traceparentNow } from "./trace.js";
 
 const MAX_TIMEOUT_MS = 2 ** 32 - 1;

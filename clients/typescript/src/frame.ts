@@ -1,9 +1,13 @@
 // Wire framing: 4-byte big-endian length, then one protobuf envelope. No I/O.
 
-import { toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
-import { type Request, RequestSchema, type Response } from "./gen/holdfast/v1/holdfast_pb.js";
-import { decodeResponseBody } from "./codec.js";
+import {
+  type Request,
+  RequestSchema,
+  type Response,
+  ResponseSchema,
+} from "./gen/holdfast/v1/holdfast_pb.js";
 
 /** Responses are small; a far larger length means the stream is out of step. */
 export const MAX_RESPONSE_FRAME = 16 * 1024 * 1024;
@@ -28,9 +32,28 @@ export function encodeRequest(req: Request): Buffer {
   return encodeFrame(RequestSchema, req);
 }
 
+/** One call's Request envelope, framed. */
+export function encodeCall(
+  id: number,
+  correlationId: string,
+  timeoutMs: number,
+  traceparent: string,
+  method: NonNullable<Request["method"]["case"]>,
+  value: object,
+): Buffer {
+  const req = create(RequestSchema, {
+    id: BigInt(id),
+    correlationId,
+    timeoutMs,
+    traceparent,
+    method: { case: method, value } as Request["method"],
+  });
+  return encodeRequest(req);
+}
+
 export function decodeResponse(body: Uint8Array): Response {
   try {
-    return decodeResponseBody(body);
+    return fromBinary(ResponseSchema, body);
   } catch (err) {
     throw new FrameError(`undecodable response frame (${body.length} bytes): ${String(err)}`);
   }
