@@ -122,6 +122,51 @@ BEGIN
 END
 $$;
 
+-- Pools (0006): parse_units() without its SET clause; pool_result() also
+-- reads the result rows itself (as result_rows() does), since a function
+-- called WITH ORDINALITY is never inlined.
+CREATE OR REPLACE FUNCTION holdfast.parse_units(p_units text[])
+RETURNS TABLE (pool text, units integer, n bigint)
+LANGUAGE plpgsql IMMUTABLE
+AS $$
+BEGIN
+    IF p_units IS NULL OR cardinality(p_units) = 0 OR array_position(p_units, NULL) IS NOT NULL
+       OR EXISTS (SELECT 1 FROM unnest(p_units) AS u(s)
+                   WHERE s !~ '^[A-Za-z0-9._-]{1,128}=[1-9][0-9]{0,6}$'
+                      OR split_part(s, '=', 2)::integer > 1000000)
+       OR (SELECT count(DISTINCT split_part(s, '=', 1)) FROM unnest(p_units) AS u(s))
+          <> cardinality(p_units) THEN
+        RAISE EXCEPTION 'holdfast: units must be 1..n distinct pool=count items, count 1..1000000'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    RETURN QUERY SELECT split_part(s, '=', 1), split_part(s, '=', 2)::integer, o
+                   FROM unnest(p_units) WITH ORDINALITY AS u(s, o);
+END
+$$;
+
+CREATE OR REPLACE FUNCTION holdfast.pool_result(p_ns text, p_partition text, p_code text,
+                                                p_replayed boolean, p_result jsonb,
+                                                p_with_state boolean)
+RETURNS SETOF holdfast.pool_outcome
+LANGUAGE sql STABLE
+AS $$
+    SELECT p_code, p_replayed, x.r->>'resource', (x.r->>'fence')::bigint, x.r->>'reference',
+           (x.r->>'at_ms')::bigint,
+           CASE WHEN p_with_state THEN p.capacity IS NOT NULL END,
+           CASE WHEN p_with_state THEN p.capacity END,
+           CASE WHEN p_with_state THEN p.sold END,
+           CASE WHEN p_with_state THEN p.version END
+      FROM (SELECT e.r, e.n
+              FROM pg_catalog.jsonb_array_elements(coalesce(p_result->'rows', '[]'::jsonb))
+                   WITH ORDINALITY AS e(r, n)
+            UNION ALL
+            SELECT NULL::jsonb, 0
+             WHERE pg_catalog.jsonb_array_length(coalesce(p_result->'rows', '[]'::jsonb)) = 0) x
+      LEFT JOIN holdfast.pools p
+        ON p.ns = p_ns AND p.partition = p_partition AND p.pool = x.r->>'resource'
+     ORDER BY x.n
+$$;
+
 -- ---- confirm ----
 
 -- Confirm: idempotency -> fence check -> claims, all ids or none; answers
