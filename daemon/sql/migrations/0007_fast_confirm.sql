@@ -36,6 +36,8 @@
 -- The request hash in one expression: sha256 over the length-prefixed UTF-8
 -- of op, ns, partition, the number of ids, each id in byte order, the
 -- reference, then the length-prefixed payload. Identical to 0002's.
+-- confirm() below writes the same expression out for its own op; change
+-- both or neither.
 CREATE OR REPLACE FUNCTION holdfast.request_hash(p_op text, p_ns text, p_partition text,
                                                  p_ids text[], p_reference text, p_payload bytea)
 RETURNS bytea LANGUAGE plpgsql STABLE
@@ -193,6 +195,8 @@ DECLARE
     v_n        integer := cardinality(p_ids);
     v_ids      text[];
     v_distinct bigint;
+    v_id_bytes bytea;
+    v_rows     jsonb;
     v_new      text[];
     v_claimed  text[];
     v_code     text := 'OK';
@@ -203,9 +207,17 @@ DECLARE
     v_now      timestamptz := now();
     v_at       bigint := floor(extract(epoch FROM now()) * 1000)::bigint;
 BEGIN
-    -- The arguments, as check_args() has them: ids sorted once, here.
-    SELECT array_agg(i ORDER BY i COLLATE "C"), count(DISTINCT i) INTO v_ids, v_distinct
-      FROM unnest(p_ids) AS i;
+    -- One pass over the ids: sorted (byte order), counted, their part of the
+    -- request hash, and the rows of an OK.
+    SELECT array_agg(u.i ORDER BY u.i COLLATE "C"), count(DISTINCT u.i),
+           string_agg(int4send(octet_length(convert_to(coalesce(u.i, ''), 'UTF8')))
+                      || convert_to(coalesce(u.i, ''), 'UTF8'), ''::bytea ORDER BY u.i COLLATE "C"),
+           jsonb_agg(jsonb_build_object('resource', u.i, 'fence', p_fence,
+                                        'reference', coalesce(p_reference, ''), 'at_ms', v_at)
+                     ORDER BY u.n)
+      INTO v_ids, v_distinct, v_id_bytes, v_rows
+      FROM unnest(p_ids) WITH ORDINALITY AS u(i, n);
+    -- The arguments, as check_args() has them.
     IF p_ns IS NULL OR p_partition IS NULL OR p_key IS NULL OR p_ids IS NULL OR v_n = 0
        OR v_distinct <> v_n THEN
         RAISE EXCEPTION 'holdfast: ns, partition, key and 1..n distinct ids are required'
@@ -220,12 +232,17 @@ BEGIN
     p_reference := coalesce(p_reference, '');
     p_payload := coalesce(p_payload, ''::bytea);
 
-    -- 1. Idempotency: bind the key, with the result of an OK.
-    v_hash := holdfast.request_hash('confirm', p_ns, p_partition, p_ids, p_reference, p_payload);
-    SELECT jsonb_build_object('rows', jsonb_agg(jsonb_build_object(
-               'resource', u.i, 'fence', p_fence, 'reference', p_reference, 'at_ms', v_at)
-               ORDER BY u.n))
-      INTO v_result FROM unnest(p_ids) WITH ORDINALITY AS u(i, n);
+    -- 1. Idempotency: bind the key, with the result of an OK. The hash is
+    -- request_hash()'s, written out (ns and partition are not NULL here).
+    v_hash := sha256(int4send(7) || convert_to('confirm', 'UTF8')
+                     || int4send(octet_length(convert_to(p_ns, 'UTF8'))) || convert_to(p_ns, 'UTF8')
+                     || int4send(octet_length(convert_to(p_partition, 'UTF8')))
+                     || convert_to(p_partition, 'UTF8')
+                     || int4send(v_n) || v_id_bytes
+                     || int4send(octet_length(convert_to(p_reference, 'UTF8')))
+                     || convert_to(p_reference, 'UTF8')
+                     || int4send(octet_length(p_payload)) || p_payload);
+    v_result := jsonb_build_object('rows', v_rows);
     INSERT INTO holdfast.idempotency (ns, key, op, request_hash, code, result, created_at)
     VALUES (p_ns, p_key, 'confirm', v_hash, 'OK', v_result, v_now)
     ON CONFLICT (ns, key) DO NOTHING;
