@@ -713,6 +713,11 @@ class SessionHolds:
         if err is not None:
             hold._session_lost(err)
 
+    def active(self) -> bool:
+        """True while a session hold taken on the connection may still hear news."""
+        with self._lock:
+            return len(self._holds) > 0
+
     def forget(self, hold: Any) -> None:
         key = (hold.namespace, hold.partition, hold.fence)
         with self._lock:

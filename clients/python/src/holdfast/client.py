@@ -1,9 +1,10 @@
-"""Blocking client: one Unix-socket connection, many calls in flight, a reader thread."""
+"""Blocking client: one Unix-socket connection, many calls in flight, read by its callers."""
 
 from __future__ import annotations
 
 import itertools
 import logging
+import math
 import random
 import select
 import socket
@@ -19,39 +20,68 @@ from .framing import FrameError, FrameReader, decode_response, encode_request
 
 log = logging.getLogger("holdfast")
 
+_allocate_lock = threading.Lock
+
 T = TypeVar("T")
 
 
 class _Pending:
-    __slots__ = ("event", "response", "error")
+    """One call in flight. `done` (with `response` or `error`) and the parking
+    fields change under the connection's lock only."""
+
+    __slots__ = ("response", "error", "done", "wake", "parked", "signalled")
 
     def __init__(self) -> None:
-        self.event = threading.Event()
         self.response: Optional[pb.Response] = None
         self.error: Optional[HoldfastError] = None
+        self.done = False
+        self.wake: Optional[Any] = None  # a lock held while parked, made on first park
+        self.parked = False              # waiting on `wake` for its answer or the read role
+        self.signalled = False           # `wake` was released and not yet consumed
 
 
 class _Connection:
-    """One socket and its reader thread. Once broken it stays broken; the
+    """One socket, read by its callers (leader/followers).
+
+    A caller whose request is in flight reads the socket itself when nobody
+    else does (it takes the read role), dispatching every frame it reads:
+    other callers' answers to them, session events to `sessions`, until its
+    own answer comes; then it gives the role back and wakes one parked caller
+    still waiting for its answer, which takes over. Callers that find the role
+    taken park until their answer is dispatched to them or the role comes
+    free. So one call alone on the connection reads its own answer, with no
+    thread hand-off; while calls are in flight somebody is always reading.
+    While the connection has session holds, a watcher thread reads too when
+    no call does, so that their lost events (and the connection's end) are
+    delivered when nothing is in flight. Once broken it stays broken; the
     client replaces it on the next call."""
+
+    WATCH_RECHECK = 1.0  # seconds: how often an idle watcher checks it is still needed
 
     def __init__(self, path: str, connect_timeout: float) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(connect_timeout)
             sock.connect(path)
-            sock.settimeout(None)  # blocking reads in the reader thread
+            sock.settimeout(None)  # blocking: reads poll first, sends use MSG_DONTWAIT
         except BaseException:
             sock.close()
             raise
         self._sock = sock
-        self._lock = threading.Lock()      # guards _pending and _broken
+        self._poller = select.poll()
+        self._poller.register(sock.fileno(), select.POLLIN)
+        # Guards _pending, _broken, the read role, parking and the watcher.
+        self._lock = threading.Lock()
         self._wlock = threading.Lock()     # one frame on the wire at a time
         self._pending: Dict[int, _Pending] = {}
         self._broken: Optional[HoldfastError] = None
+        self._reading = False              # the read role is taken (a caller or the watcher)
+        self._frames = FrameReader()       # used by the role's holder only
+        self._close_socket = False         # closed: the role's holder closes the socket
+        self._sock_closed = False
         self.sessions = m.SessionHolds()  # session holds taken on this connection
-        self._reader = threading.Thread(target=self._read_loop, name="holdfast-reader", daemon=True)
-        self._reader.start()
+        self._watcher: Optional[threading.Thread] = None
+        self._watch = _Pending()           # the watcher's parking slot
 
     @property
     def broken(self) -> bool:
@@ -75,16 +105,22 @@ class _Connection:
         return p
 
     def _write(self, frame: bytes, deadline: float) -> None:
-        if not self._wlock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+        wlock = self._wlock
+        if not wlock.acquire(False) and \
+                not wlock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise DeadlineExceeded("deadline passed while waiting to send the request")
         try:
-            view = memoryview(frame)
             sent = 0
-            while sent < len(view):
+            view = None
+            while True:
                 try:
-                    # MSG_DONTWAIT: a stalled daemon must not block past the deadline,
-                    # while the reader thread keeps its plain blocking recv.
-                    sent += self._sock.send(view[sent:], socket.MSG_DONTWAIT)
+                    # MSG_DONTWAIT: a stalled daemon must not block past the deadline.
+                    sent += self._sock.send(view[sent:] if view is not None else frame,
+                                            socket.MSG_DONTWAIT)
+                    if sent == len(frame):
+                        return
+                    if view is None:
+                        view = memoryview(frame)
                     continue
                 except BlockingIOError:
                     pass
@@ -94,6 +130,8 @@ class _Connection:
                     err = Unavailable(f"connection to holdfastd lost while sending: {exc}")
                     self.fail(err)
                     raise _unsent(Unavailable(str(err.message))) from exc
+                if view is None:
+                    view = memoryview(frame)
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or not _wait_writable(self._sock, remaining):
                     if sent:
@@ -101,66 +139,226 @@ class _Connection:
                         self.fail(Unavailable("connection dropped: a request was cut off by its deadline"))
                     raise DeadlineExceeded("deadline passed while sending the request (daemon not reading)")
         finally:
-            self._wlock.release()
+            wlock.release()
 
     def forget(self, req_id: int) -> Optional[_Pending]:
         with self._lock:
             return self._pending.pop(req_id, None)
 
-    def _read_loop(self) -> None:
-        reader = FrameReader()
-        err: HoldfastError
+    # ---- reading: leader/followers ------------------------------------------
+
+    def wait(self, req_id: int, p: _Pending, deadline: float) -> bool:
+        """Wait for the answer to `req_id` until `deadline`, reading the socket
+        when nobody else does. True once answered (p.response or p.error set);
+        False when the deadline passed first (the call is forgotten)."""
+        lock = self._lock
+        while True:
+            lock.acquire()
+            if p.done:
+                lock.release()
+                return True
+            if not self._reading and time.monotonic() < deadline:
+                self._reading = True
+                lock.release()
+                self._lead(p, deadline)
+                continue
+            if time.monotonic() >= deadline:
+                self._pending.pop(req_id, None)
+                if p.signalled:
+                    p.wake.acquire(False)  # type: ignore[union-attr]
+                w = None if self._reading else self._handover_locked()
+                lock.release()
+                if w is not None:
+                    w.release()
+                return False
+            # Park until the answer is dispatched to us or the role comes free.
+            if p.wake is None:
+                p.wake = _allocate_lock()
+                p.wake.acquire()
+            p.parked = True
+            lock.release()
+            p.wake.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            with lock:
+                p.parked = False
+                if p.signalled:
+                    p.signalled = False
+                    p.wake.acquire(False)  # consume a release that raced the timeout
+
+    def _signal_locked(self, p: _Pending) -> Optional[Any]:
+        """Mark parked `p` woken; the caller releases the returned lock after
+        dropping the connection's lock (at most one release per park)."""
+        if p.parked and not p.signalled:
+            p.signalled = True
+            return p.wake
+        return None
+
+    def _handover_locked(self) -> Optional[Any]:
+        """The read role is free: wake a parked caller still waiting for its
+        answer (else the idle watcher) to take it, unless one is already woken."""
+        for q in self._pending.values():
+            if q.parked and not q.done:
+                if q.signalled:
+                    return None
+                q.signalled = True
+                return q.wake
+        return self._signal_locked(self._watch)
+
+    def _release_role(self) -> None:
+        with self._lock:
+            self._reading = False
+            w = self._handover_locked() if self._broken is None else None
+            close = self._close_socket and not self._sock_closed
+            if close:
+                self._sock_closed = True
+        if w is not None:
+            w.release()
+        if close:
+            self._sock.close()
+
+    def _lead(self, p: Optional[_Pending], deadline: float) -> None:
+        """Holding the read role: read and dispatch frames until `p` is answered
+        or the deadline passes (the watcher, p None: one batch), then give the
+        role back."""
+        err: Optional[HoldfastError] = None
         try:
-            while True:
-                data = self._sock.recv(65536)
+            while p is None or not p.done:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                if not self._poller.poll(math.ceil(remaining * 1000)):
+                    continue
+                try:
+                    data = self._sock.recv(65536, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    continue
                 if not data:
                     err = Unavailable("holdfastd closed the connection")
                     break
-                for body in reader.feed(data):
-                    self._dispatch(decode_response(body))
+                self._dispatch(self._frames.feed(data))
+                if p is None:
+                    break
         except FrameError as exc:
             err = ProtocolError(str(exc))
         except OSError as exc:
             err = Unavailable(f"connection to holdfastd lost: {exc}")
         except HoldfastError as exc:  # an id-0 answer: the daemon rejected the stream
             err = exc
-        self.fail(err)
+        finally:
+            if err is not None:
+                self.fail(err)
+            self._release_role()
 
-    def _dispatch(self, resp: pb.Response) -> None:
-        if m.is_session_event(resp):
-            self.sessions.on_event(resp.session_event)
-            return
-        if resp.id == 0:
-            # The daemon could not read one of our frames and closes the connection;
-            # every request on it shares that fate.
-            raise error_for(resp.code, resp.message or "daemon rejected a frame",
-                            field=resp.error.field, correlation_id=resp.correlation_id)
-        p = self.forget(resp.id)
-        if p is None:
-            return  # answer to a call that already gave up on its deadline
-        p.response = resp
-        p.event.set()
+    def _dispatch(self, bodies: List[bytes]) -> None:
+        resps = [decode_response(body) for body in bodies]
+        events = []
+        wakes = []
+        fatal: Optional[HoldfastError] = None
+        with self._lock:
+            pending = self._pending
+            for resp in resps:
+                if resp.id == 0:
+                    if m.is_session_event(resp):
+                        events.append(resp.session_event)
+                        continue
+                    # The daemon could not read one of our frames and closes the
+                    # connection; every request on it shares that fate.
+                    fatal = error_for(resp.code, resp.message or "daemon rejected a frame",
+                                      field=resp.error.field, correlation_id=resp.correlation_id)
+                    break
+                q = pending.pop(resp.id, None)
+                if q is None:
+                    continue  # answer to a call that already gave up on its deadline
+                q.response = resp
+                q.done = True
+                if q.parked and not q.signalled:
+                    q.signalled = True
+                    wakes.append(q.wake)
+        for w in wakes:
+            w.release()
+        for ev in events:
+            self.sessions.on_event(ev)
+        if fatal is not None:
+            raise fatal
+
+    # ---- session holds: the watcher -----------------------------------------
+
+    def watch_sessions(self) -> None:
+        """The connection has a session hold: keep a watcher reading while no
+        call does, until it has none."""
+        with self._lock:
+            if self._watcher is not None or self._broken is not None:
+                return
+            if self._watch.wake is None:
+                self._watch.wake = _allocate_lock()
+                self._watch.wake.acquire()
+            t = threading.Thread(target=self._watch_loop, name="holdfast-watcher", daemon=True)
+            self._watcher = t
+        t.start()
+
+    def _watch_loop(self) -> None:
+        w = self._watch
+        lock = self._lock
+        while True:
+            with lock:
+                if self._broken is not None or not self.sessions.active():
+                    self._watcher = None
+                    return
+                lead = not self._reading
+                if lead:
+                    self._reading = True
+                else:
+                    w.parked = True
+            if lead:
+                self._lead(None, time.monotonic() + self.WATCH_RECHECK)
+                continue
+            w.wake.acquire(timeout=self.WATCH_RECHECK)  # type: ignore[union-attr]
+            with lock:
+                w.parked = False
+                if w.signalled:
+                    w.signalled = False
+                    w.wake.acquire(False)  # type: ignore[union-attr]
+
+    # ---- the end --------------------------------------------------------------
 
     def fail(self, err: HoldfastError) -> None:
         """Break the connection and fail every call waiting on it."""
+        wakes = []
         with self._lock:
             if self._broken is None:
                 self._broken = err
             pending, self._pending = self._pending, {}
-        for p in pending.values():
-            p.error = type(err)(err.message, code=err.code, field=err.field)
-            p.event.set()
+            for p in pending.values():
+                p.error = type(err)(err.message, code=err.code, field=err.field)
+                p.done = True
+                w = self._signal_locked(p)
+                if w is not None:
+                    wakes.append(w)
+            w = self._signal_locked(self._watch)
+            if w is not None:
+                wakes.append(w)
+        for w in wakes:
+            w.release()
         self.sessions.connection_ended(self._broken)
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reader's recv
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader's poll
         except OSError:
             pass
 
     def close(self) -> None:
         self.fail(ClientClosed("holdfast client is closed"))
-        if threading.current_thread() is not self._reader:
-            self._reader.join(timeout=5)
-        self._sock.close()
+        with self._lock:
+            watcher = self._watcher
+            # A reader may be between poll and recv: the role's holder closes
+            # the socket when it gives the role back (no fd reuse under it).
+            close = not self._reading and not self._sock_closed
+            if close:
+                self._sock_closed = True
+            else:
+                self._close_socket = True
+        if watcher is not None and threading.current_thread() is not watcher:
+            watcher.join(timeout=5)
+        if close:
+            self._sock.close()
 
 
 def _unsent(err: HoldfastError) -> HoldfastError:
@@ -299,10 +497,8 @@ class Client:
                 # cannot have seen the request.
                 if attempt == 2 or not getattr(exc, "unsent", False):
                     raise
-        if not pending.event.wait(max(0.0, deadline - time.monotonic())):
-            if conn.forget(req.id) is not None:
-                raise DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s")
-            pending.event.wait()  # answered in the same instant; take it
+        if not conn.wait(req.id, pending, deadline):
+            raise DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s")
         if pending.error is not None:
             if type(pending.error) is Unavailable:
                 pending.error.message += " (the outcome of this call is unknown)"
@@ -348,6 +544,7 @@ class Client:
                  degraded=resp.degraded, segment=target.segment)
         if session and not resp.degraded:
             h._bind_session(conn.sessions, on_lost)
+            conn.watch_sessions()
         return h
 
     def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
