@@ -71,6 +71,14 @@ class FakeDaemon:
                 pass
             c.close()
 
+    def half_close(self) -> None:
+        """Stop writing on every connection (the client reads EOF) but keep
+        reading them, like a daemon that is going away."""
+        with self._lock:
+            conns = list(self._conns)
+        for c in conns:
+            c.shutdown(socket.SHUT_WR)
+
     def send(self, conn: socket.socket, resp: pb.Response) -> None:
         body = resp.SerializeToString()
         conn.sendall(struct.pack(">I", len(body)) + body)

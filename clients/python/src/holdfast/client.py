@@ -92,6 +92,8 @@ class _Connection:
 
         Raises Unavailable with `.unsent = True` when the frame certainly did
         not reach the daemon (safe to resend on a new connection)."""
+        if not self._pending and not self._reading:
+            self._settle()
         p = _Pending()
         with self._lock:
             if self._broken is not None:
@@ -183,6 +185,25 @@ class _Connection:
                 if p.signalled:
                     p.signalled = False
                     p.wake.acquire(False)  # consume a release that raced the timeout
+
+    def _settle(self) -> None:
+        """Nobody read while nothing was in flight, and there is something to
+        read: take it now (a late answer, a session event, or the daemon's
+        close, which then lets this call go out on a new connection instead
+        of failing with an unknown outcome)."""
+        with self._lock:
+            if self._reading or self._pending or self._broken is not None:
+                return
+            self._reading = True
+        try:
+            readable = self._poller.poll(0)
+        except BaseException:
+            self._release_role()
+            raise
+        if readable:
+            self._lead(None, time.monotonic() + 0.001)
+        else:
+            self._release_role()
 
     def _signal_locked(self, p: _Pending) -> Optional[Any]:
         """Mark parked `p` woken; the caller releases the returned lock after
