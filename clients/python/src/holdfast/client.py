@@ -441,14 +441,20 @@ class Client:
     # ---- transport --------------------------------------------------------
 
     def _next_id(self) -> int:
-        with self._ids_lock:
+        i = next(self._ids)  # atomic: itertools.count runs under the GIL
+        if i < 2**64:
+            return i
+        with self._ids_lock:  # uint64 on the wire; 0 is reserved for "undecodable"
             i = next(self._ids)
-            if i >= 2**64:  # uint64 on the wire; 0 is reserved for "undecodable"
+            if i >= 2**64:
                 self._ids = itertools.count(2)
                 i = 1
             return i
 
     def _connection(self, deadline: float) -> _Connection:
+        conn = self._conn
+        if conn is not None and conn._broken is None and not self._closed:
+            return conn  # the usual case, without the lock
         if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise DeadlineExceeded("deadline passed while waiting for the connection")
         try:
