@@ -44,6 +44,8 @@ class FakeDaemon:
         self._lock = threading.Lock()
         self._conns: List[socket.socket] = []
         self._listener: Optional[socket.socket] = None
+        self.reading = threading.Event()  # cleared: the daemon stops reading its connections
+        self.reading.set()
 
     def start(self) -> "FakeDaemon":
         if os.path.exists(self.path):
@@ -104,6 +106,7 @@ class FakeDaemon:
         buf = b""
         try:
             while True:
+                self.reading.wait()
                 data = conn.recv(65536)
                 if not data:
                     return

@@ -1,7 +1,8 @@
-"""The blocking client's read path (leader/followers): a caller reads its own
-answer when nobody else reads, dispatches the answers of the others, and hands
-reading over; a watcher reads only while the connection has session holds.
-Against the scripted peer of fakedaemon.py."""
+"""The blocking client's read and write paths. Reading (leader/followers): a
+caller reads its own answer when nobody else reads, dispatches the answers of
+the others, and hands reading over; a watcher reads only while the connection
+has session holds. Writing: frames queued while a caller writes go out with
+its own. Against the scripted peer of fakedaemon.py."""
 
 import random
 import shutil
@@ -340,3 +341,86 @@ def test_a_close_seen_while_idle_sends_the_next_call_on_a_new_connection(daemon,
         time.sleep(0.05)
         assert c.health().ready
     assert daemon.connections == 2
+
+
+# ---- the write path --------------------------------------------------------
+
+BIG = ["x" * 1000] * 4000  # a 4 MB request: more than the socket buffers hold
+
+
+def test_daemon_not_reading_cuts_a_request_off_at_its_deadline(daemon, sock_path):
+    with Client(sock_path) as c:
+        assert c.health().ready
+        daemon.reading.clear()
+        t0 = time.monotonic()
+        with pytest.raises(DeadlineExceeded) as ei:
+            c.status("seat", "p", BIG, timeout=0.3)
+        assert time.monotonic() - t0 < 2
+        assert "not reading" in str(ei.value)
+        daemon.reading.set()
+        assert c.health().ready  # half a frame went out: a new connection
+    assert daemon.connections == 2
+
+
+def test_a_frame_queued_behind_a_cut_off_one_is_resent(daemon, sock_path):
+    """B's frame waits in the queue while A's cannot be written; A's deadline
+    cuts the connection: B's never left, so it goes out on a new connection."""
+    daemon.handler = lambda req: ok_for(req) if req.WhichOneof("method") != "status" or \
+        len(req.status.ids) < 10 else None
+    results = {}
+    with Client(sock_path) as c:
+        assert c.health().ready
+        daemon.reading.clear()
+        a = threading.Thread(target=lambda: results.setdefault(
+            "A", _outcome(lambda: c.status("seat", "p", BIG, timeout=0.4))))
+        a.start()
+        time.sleep(0.1)  # A is writing (stalled)
+        b = threading.Thread(target=lambda: results.setdefault(
+            "B", _outcome(lambda: c.health(timeout=5))))
+        b.start()
+        a.join(5)
+        assert isinstance(results["A"], DeadlineExceeded)
+        daemon.reading.set()
+        b.join(5)
+        assert not isinstance(results["B"], Exception) and results["B"].ready
+    assert daemon.connections == 2
+
+
+def _outcome(fn):
+    try:
+        return fn()
+    except Exception as exc:
+        return exc
+
+
+def test_a_frame_refused_by_a_closed_socket_is_resent(daemon, sock_path, monkeypatch):
+    """The daemon went away while the connection was idle and the idle check
+    did not see it: the write fails (EPIPE), nothing reached the daemon, so the
+    call goes out again on a new connection."""
+    monkeypatch.setattr(client_mod._Connection, "_settle", lambda self: None)
+    with Client(sock_path) as c:
+        assert c.health().ready
+        daemon.stop()
+        daemon.start()
+        assert c.health().ready
+    assert daemon.connections == 2
+
+
+def test_many_threads_writing_at_once_all_get_through(daemon, sock_path):
+    results = {}
+    keys = [f"K{n}" for n in range(32)]
+    daemon.handler = lambda req: [_status_answer(req)]
+    with Client(sock_path) as c:
+        threads = [call_in_thread(c, k, results) for k in keys]
+        for t in threads:
+            t.join(10)
+    assert {k: r[0] for k, r in results.items()} == {k: [k] for k in keys}
+    ids = [r.id for r in daemon.requests]
+    assert len(ids) == 32 and len(set(ids)) == 32
+
+
+def _status_answer(req):
+    resp = ok_for(req)
+    for i in req.status.ids:
+        resp.status.resources.add(id=i, state=pb.RESOURCE_STATE_FREE)
+    return resp

@@ -29,7 +29,7 @@ class _Pending:
     """One call in flight. `done` (with `response` or `error`) and the parking
     fields change under the connection's lock only."""
 
-    __slots__ = ("response", "error", "done", "wake", "parked", "signalled")
+    __slots__ = ("response", "error", "done", "wake", "parked", "signalled", "frame", "unsent")
 
     def __init__(self) -> None:
         self.response: Optional[pb.Response] = None
@@ -38,6 +38,8 @@ class _Pending:
         self.wake: Optional[Any] = None  # a lock held while parked, made on first park
         self.parked = False              # waiting on `wake` for its answer or the read role
         self.signalled = False           # `wake` was released and not yet consumed
+        self.frame: Optional[bytes] = None  # its request
+        self.unsent = False              # the frame certainly did not reach the daemon
 
 
 class _Connection:
@@ -72,8 +74,9 @@ class _Connection:
         self._poller.register(sock.fileno(), select.POLLIN)
         # Guards _pending, _broken, the read role, parking and the watcher.
         self._lock = threading.Lock()
-        self._wlock = threading.Lock()     # one frame on the wire at a time
+        self._wlock = threading.Lock()     # held by the one caller writing
         self._pending: Dict[int, _Pending] = {}
+        self._outbox: List[_Pending] = []  # calls whose frames wait for the writer
         self._broken: Optional[HoldfastError] = None
         self._reading = False              # the read role is taken (a caller or the watcher)
         self._frames = FrameReader()       # used by the role's holder only
@@ -88,60 +91,102 @@ class _Connection:
         return self._broken is not None
 
     def send(self, req_id: int, frame: bytes, deadline: float) -> _Pending:
-        """Queue the request and write its frame before the deadline.
+        """Queue the request and see its frame written: by this caller, or by
+        the caller writing when it came, which writes the frames queued
+        meanwhile too, all in one send.
 
         Raises Unavailable with `.unsent = True` when the frame certainly did
-        not reach the daemon (safe to resend on a new connection)."""
+        not reach the daemon (safe to resend on a new connection), and
+        DeadlineExceeded when the deadline passed before it was written (it
+        never will be). A frame another caller wrote that did not reach the
+        daemon comes back the same way, as the call's error (`unsent`)."""
         if not self._pending and not self._reading:
             self._settle()
         p = _Pending()
+        p.frame = frame
         with self._lock:
             if self._broken is not None:
                 raise _unsent(Unavailable("connection to holdfastd is closed"))
             self._pending[req_id] = p
-        try:
-            self._write(frame, deadline)
-        except BaseException:
-            self.forget(req_id)
-            raise
+            self._outbox.append(p)
+        if self._wlock.acquire(False):
+            try:
+                self._flush(p, deadline)
+            except BaseException:
+                self.forget(req_id)
+                raise
         return p
 
-    def _write(self, frame: bytes, deadline: float) -> None:
+    def _flush(self, mine: _Pending, deadline: float) -> None:
+        """Holding the write lock: write every queued frame, then give the lock
+        back; again while frames were queued meanwhile by callers that found it
+        taken (they count on this, so none is left behind)."""
         wlock = self._wlock
-        if not wlock.acquire(False) and \
-                not wlock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise DeadlineExceeded("deadline passed while waiting to send the request")
-        try:
-            sent = 0
-            view = None
-            while True:
-                try:
-                    # MSG_DONTWAIT: a stalled daemon must not block past the deadline.
-                    sent += self._sock.send(view[sent:] if view is not None else frame,
-                                            socket.MSG_DONTWAIT)
-                    if sent == len(frame):
-                        return
-                    if view is None:
-                        view = memoryview(frame)
-                    continue
-                except BlockingIOError:
-                    pass
-                except OSError as exc:
-                    # EPIPE/ECONNRESET: the daemon closed; it processes only whole
-                    # frames, so nothing of this request was acted on.
-                    err = Unavailable(f"connection to holdfastd lost while sending: {exc}")
-                    self.fail(err)
-                    raise _unsent(Unavailable(str(err.message))) from exc
+        while True:
+            try:
+                with self._lock:
+                    batch, self._outbox = self._outbox, []
+                if batch:
+                    self._write(batch, mine, deadline)
+            finally:
+                wlock.release()
+            if not self._outbox or not wlock.acquire(False):
+                return
+
+    def _write(self, batch: List[_Pending], mine: _Pending, deadline: float) -> None:
+        frames = [q.frame for q in batch]
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        sent = 0
+        view = None
+        while True:
+            try:
+                # MSG_DONTWAIT: a stalled daemon must not block past the deadline.
+                sent += self._sock.send(view[sent:] if view is not None else data,
+                                        socket.MSG_DONTWAIT)
+                if sent == len(data):
+                    return
                 if view is None:
-                    view = memoryview(frame)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not _wait_writable(self._sock, remaining):
-                    if sent:
-                        # Half a frame is on the wire: the stream cannot be resumed.
-                        self.fail(Unavailable("connection dropped: a request was cut off by its deadline"))
-                    raise DeadlineExceeded("deadline passed while sending the request (daemon not reading)")
-        finally:
-            wlock.release()
+                    view = memoryview(data)
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                # EPIPE/ECONNRESET: the daemon closed; it processes only whole
+                # frames, so none not wholly written was acted on.
+                for q in self._unwritten(batch, sent)[0]:
+                    q.unsent = True
+                self.fail(Unavailable(f"connection to holdfastd lost while sending: {exc}"))
+                return
+            if view is None:
+                view = memoryview(data)
+            remaining = deadline - time.monotonic()
+            if remaining > 0 and _wait_writable(self._sock, remaining):
+                continue
+            # The daemon is not reading, and this caller's deadline passed.
+            rest, cut = self._unwritten(batch, sent)
+            if cut:
+                # Half a frame is on the wire: the stream cannot be resumed.
+                self.fail(Unavailable("connection dropped: a request was cut off by its deadline"))
+            else:
+                # Whole frames left: back to the front of the queue, for the next
+                # writer; this caller's own is withdrawn (never written).
+                with self._lock:
+                    self._outbox[:0] = [q for q in rest if q is not mine]
+            if mine in rest:
+                raise DeadlineExceeded("deadline passed while sending the request (daemon not reading)")
+            return
+
+    @staticmethod
+    def _unwritten(batch: List[_Pending], sent: int) -> Tuple[List[_Pending], bool]:
+        """The calls of `batch` whose frames were not wholly written when
+        `sent` bytes of it were, and whether the first of them was cut."""
+        end = 0
+        for i, q in enumerate(batch):
+            start = end
+            end += len(q.frame)  # type: ignore[arg-type]
+            if end > sent:
+                return batch[i:], start < sent
+        return [], False
 
     def forget(self, req_id: int) -> Optional[_Pending]:
         with self._lock:
@@ -348,8 +393,13 @@ class _Connection:
             if self._broken is None:
                 self._broken = err
             pending, self._pending = self._pending, {}
+            queued, self._outbox = self._outbox, []
+            for q in queued:
+                q.unsent = True  # never handed to a writer
             for p in pending.values():
                 p.error = type(err)(err.message, code=err.code, field=err.field)
+                if p.unsent:
+                    _unsent(p.error)  # the daemon cannot have acted on it
                 p.done = True
                 w = self._signal_locked(p)
                 if w is not None:
@@ -518,18 +568,23 @@ class Client:
             req.timeout_ms = m.timeout_ms(max(0.001, deadline - time.monotonic()))
             try:
                 pending = conn.send(req.id, encode_request(req), deadline)
-                break
             except Unavailable as exc:
                 # Resend once on a fresh connection, but only when the daemon
                 # cannot have seen the request.
                 if attempt == 2 or not getattr(exc, "unsent", False):
                     raise
-        if not conn.wait(req.id, pending, deadline):
-            raise DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s")
-        if pending.error is not None:
-            if type(pending.error) is Unavailable:
-                pending.error.message += " (the outcome of this call is unknown)"
-            raise pending.error
+                continue
+            if not conn.wait(req.id, pending, deadline):
+                raise DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s")
+            err = pending.error
+            if err is None:
+                break
+            if getattr(err, "unsent", False):
+                if attempt == 1:
+                    continue  # written by another caller, and it did not get through
+            elif type(err) is Unavailable:
+                err.message += " (the outcome of this call is unknown)"
+            raise err
         assert pending.response is not None
         return pending.response, conn
 
