@@ -208,6 +208,8 @@ class _Connection:
                 self._reading = True
                 lock.release()
                 self._lead(p, deadline)
+                if p.done:  # set under the lock, never unset: no need to take it
+                    return True
                 continue
             if time.monotonic() >= deadline:
                 self._pending.pop(req_id, None)
@@ -225,6 +227,8 @@ class _Connection:
             p.parked = True
             lock.release()
             p.wake.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            if p.done:  # answered (its parking state no longer matters)
+                return True
             with lock:
                 p.parked = False
                 if p.signalled:
