@@ -59,6 +59,9 @@ class _Connection:
     client replaces it on the next call."""
 
     WATCH_RECHECK = 1.0  # seconds: how often an idle watcher checks it is still needed
+    # Seconds without reading after which a call first looks for what came
+    # meanwhile (_settle); calls in quick succession skip that syscall.
+    SETTLE_AFTER = 0.001
 
     def __init__(self, path: str, connect_timeout: float) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -79,6 +82,7 @@ class _Connection:
         self._outbox: List[_Pending] = []  # calls whose frames wait for the writer
         self._broken: Optional[HoldfastError] = None
         self._reading = False              # the read role is taken (a caller or the watcher)
+        self._read_at = time.monotonic()   # when the role was last given back
         self._frames = FrameReader()       # used by the role's holder only
         self._close_socket = False         # closed: the role's holder closes the socket
         self._sock_closed = False
@@ -100,7 +104,8 @@ class _Connection:
         DeadlineExceeded when the deadline passed before it was written (it
         never will be). A frame another caller wrote that did not reach the
         daemon comes back the same way, as the call's error (`unsent`)."""
-        if not self._pending and not self._reading:
+        if not self._pending and not self._reading and \
+                time.monotonic() - self._read_at > self.SETTLE_AFTER:
             self._settle()
         p = _Pending()
         p.frame = frame
@@ -274,6 +279,7 @@ class _Connection:
         return self._signal_locked(self._watch)
 
     def _release_role(self) -> None:
+        self._read_at = time.monotonic()
         with self._lock:
             self._reading = False
             w = self._handover_locked() if self._broken is None else None
