@@ -697,8 +697,8 @@ class SessionHolds:
     """The session holds taken on one connection, by (namespace, partition,
     fence), so that the daemon's SessionEvent and the connection's end reach
     the Hold objects. Holds are kept by weak reference: a Hold nobody keeps
-    needs no news. Thread-safe (the blocking client's reader thread reports,
-    the callers register)."""
+    needs no news. Thread-safe (whichever thread reads the blocking client's
+    connection reports, the callers register)."""
 
     # Reports that came before their hold was registered (the reader may see
     # an event before the caller has taken the answer that granted the hold).

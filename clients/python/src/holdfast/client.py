@@ -618,8 +618,10 @@ class Client:
         and releases it at once when the connection closes (the process
         exits or is killed). ttl_ms must then be 0. If the daemon cannot keep
         it, or the connection ends, `hold.lost` becomes the error that says
-        why and `on_lost(hold)` runs once: on the client's reader thread, or
-        in close() (keep it short).
+        why and `on_lost(hold)` runs once: on the thread reading the
+        connection (a caller's, or the watcher thread the connection keeps
+        while it has session holds), or in close(); keep it short and make
+        no calls on the client from it.
 
         wait=seconds waits in line (docs/waiting.md) when an id is held by
         another token, instead of raising HeldByAnother at once: waiters are
