@@ -55,11 +55,12 @@ import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
-    runs.setdefault((f["client"], f["threads"]), []).append(f)
-med = lambda rs, k: statistics.median(float(r[k]) for r in rs)
+    if "client" in f:
+        runs.setdefault((f["client"], f["threads"]), []).append(f)
+med = statistics.median
 clients = [c for c in ("holdfast", "baseline") if any(k[0] == c for k in runs)]
 print()
-print("threads | client   | pairs/s (rounds)          | p50 us | redis-py pairs/s | p50 us | pairs/s ratio | p50 ratio")
+print("threads | client   | pairs/s | p50 us | redis-py pairs/s | p50 us | pairs/s ratio | per round       | p50 ratio")
 for t in ("1", "16"):
     rp = runs.get(("redis-py", t))
     if not rp:
@@ -68,10 +69,12 @@ for t in ("1", "16"):
         rs = runs.get((c, t))
         if not rs:
             continue
-        each = ",".join(r["pairs_per_s"] for r in rs)
-        hp, rpp = med(rs, "pairs_per_s"), med(rp, "pairs_per_s")
-        hl, rl = med(rs, "p50_us"), med(rp, "p50_us")
-        print(f"{t:>7} | {c:<8} | {hp:>7.0f} ({each:<15}) | {hl:>6.0f} | {rpp:>16.0f} | {rl:>6.0f} | "
-              f"{hp / rpp:>13.2f} | {hl / rl:>9.2f}")
-print("(medians of the rounds; ratio = holdfast / redis-py Lock, same run)")
+        # Rounds pair up in order: each ratio compares runs made moments apart.
+        per = [float(a["pairs_per_s"]) / float(b["pairs_per_s"]) for a, b in zip(rs, rp)]
+        hp, rpp = (med(float(r["pairs_per_s"]) for r in x) for x in (rs, rp))
+        hl, rl = (med(float(r["p50_us"]) for r in x) for x in (rs, rp))
+        print(f"{t:>7} | {c:<8} | {hp:>7.0f} | {hl:>6.0f} | {rpp:>16.0f} | {rl:>6.0f} | "
+              f"{med(per):>13.2f} | {','.join(f'{x:.2f}' for x in per):<15} | {hl / rl:>9.2f}")
+print("(medians of the rounds; ratio = holdfast / redis-py Lock: the median of the rounds'")
+print(" ratios, each from runs moments apart on the same stack; p50 ratio: of the medians)")
 PY
