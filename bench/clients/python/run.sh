@@ -8,6 +8,7 @@
 # copied here unchanged): 1 and 16 threads, distinct ids per thread; holdfast:
 # one shared Client (one multiplexed connection); redis-py: one shared
 # redis.Redis (its connection pool). Contenders run alternately, ROUNDS times.
+# Each run's line gets the client process's CPU per pair (cpu.py).
 # BASELINE_SRC=<dir with holdfast/> adds a third contender: another copy of the
 # client (e.g. main's clients/python/src), measured in the same rounds.
 # Prints one line per run, then a table of medians as the last lines.
@@ -39,12 +40,12 @@ trap cleanup EXIT
 bash "$root/tools/devstack.sh" up "$stack" >/dev/null
 
 run_hf() { # run_hf LABEL SRC THREADS
-  echo "client=$1 $(PYTHONPATH="$2" "$py" "$here/py_holdfast.py" "$stack/holdfast.sock" "$3" "$N" "$S")"
+  echo "client=$1 $(PYTHONPATH="$2" "$py" "$here/cpu.py" "$here/py_holdfast.py" "$stack/holdfast.sock" "$3" "$N" "$S")"
 }
 for round in $(seq "$R"); do
   for t in $THREADS; do
     run_hf holdfast "$root/clients/python/src" "$t" | tee -a "$out"
-    echo "client=redis-py $("$py" "$here/py_redis_lock.py" "unix:$stack/redis.sock" lock "$t" "$N" "$S")" | tee -a "$out"
+    echo "client=redis-py $("$py" "$here/cpu.py" "$here/py_redis_lock.py" "unix:$stack/redis.sock" lock "$t" "$N" "$S")" | tee -a "$out"
     if [[ -n "${BASELINE_SRC:-}" ]]; then run_hf baseline "$BASELINE_SRC" "$t" | tee -a "$out"; fi
   done
   redis-cli -s "$stack/redis.sock" FLUSHALL >/dev/null
@@ -60,7 +61,7 @@ for line in open(sys.argv[1]):
 med = statistics.median
 clients = [c for c in ("holdfast", "baseline") if any(k[0] == c for k in runs)]
 print()
-print("threads | client   | pairs/s | p50 us | redis-py pairs/s | p50 us | pairs/s ratio | per round       | p50 ratio")
+print("threads | client   | pairs/s | p50 us | redis-py pairs/s | p50 us | pairs/s ratio | per round       | p50 ratio | client CPU us/pair (redis-py)")
 for t in ("1", "16"):
     rp = runs.get(("redis-py", t))
     if not rp:
@@ -74,7 +75,10 @@ for t in ("1", "16"):
         hp, rpp = (med(float(r["pairs_per_s"]) for r in x) for x in (rs, rp))
         hl, rl = (med(float(r["p50_us"]) for r in x) for x in (rs, rp))
         print(f"{t:>7} | {c:<8} | {hp:>7.0f} | {hl:>6.0f} | {rpp:>16.0f} | {rl:>6.0f} | "
-              f"{med(per):>13.2f} | {','.join(f'{x:.2f}' for x in per):<15} | {hl / rl:>9.2f}")
+              f"{med(per):>13.2f} | {','.join(f'{x:.2f}' for x in per):<15} | {hl / rl:>9.2f} | "
+              f"{med(float(r['cpu_us_per_pair']) for r in rs):.0f} "
+              f"({med(float(r['cpu_us_per_pair']) for r in rp):.0f})")
 print("(medians of the rounds; ratio = holdfast / redis-py Lock: the median of the rounds'")
-print(" ratios, each from runs moments apart on the same stack; p50 ratio: of the medians)")
+print(" ratios, each from runs moments apart on the same stack; p50 ratio: of the medians;")
+print(" client CPU: user+system of the benchmark process per pair, the least noisy figure)")
 PY
