@@ -231,7 +231,16 @@ class _Connection:
                 p.wake.acquire()
             p.parked = True
             lock.release()
-            p.wake.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            try:
+                p.wake.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            except BaseException:  # e.g. KeyboardInterrupt: leave, and pass a promotion on
+                with lock:
+                    self._pending.pop(req_id, None)
+                    p.parked = False
+                    w = None if self._reading else self._handover_locked()
+                if w is not None:
+                    w.release()
+                raise
             if p.done:  # answered (its parking state no longer matters)
                 return True
             with lock:
