@@ -18,6 +18,13 @@
  *     stops 0..LEGS, all or nothing) against a plain seat hold, both through
  *     holdfastd: what holding a seat per leg costs next to holding it whole.
  *
+ *   bench_hold --socket S --redis R --wakeup [--holds 2000]
+ *     Waiting in line (docs/waiting.md): one connection holds an id, a
+ *     second asks for it with wait_ms and is seen queued in Redis, then the
+ *     first releases; the time from sending the Release to receiving the
+ *     waiter's grant (p50/p99) against a plain Hold's round trip measured in
+ *     the same run, on the same connection.
+ *
  * Every hold is on its own id (all granted) with a 60 s TTL; the partition is
  * random per run so runs never collide. */
 #include <getopt.h>
@@ -41,6 +48,7 @@ struct cfg {
     int confirm;
     int pools;
     int legs; /* --segment */
+    int wakeup;
     char partition[64];
 };
 
@@ -233,6 +241,136 @@ static void *redis_worker(void *arg) {
     return NULL;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double percentile(double *v, long n, double p) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    long i = (long)(p * (double)(n - 1) + 0.5);
+    return v[i];
+}
+
+static void send_request(int fd, hf_request_msg *req) {
+    size_t len;
+    uint8_t *frame = hf_frame_pack_request(req, &len);
+    if (write(fd, frame, len) != (ssize_t)len) exit(1);
+    free(frame);
+}
+
+static hf_response_msg *read_response(int fd, uint8_t *buf) {
+    uint8_t hdr[4];
+    size_t plen;
+    if (read_full(fd, hdr, 4) != 0) exit(1);
+    hf_frame_peek(hdr, 4, 65536, &plen);
+    if (read_full(fd, buf, plen) != 0) exit(1);
+    return hf_frame_unpack_response(buf, plen);
+}
+
+static void hold_msg(hf_request_msg *req, Holdfast__V1__HoldRequest *hold, char **ids,
+                     const char *partition, uint32_t wait_ms) {
+    hold->namespace_ = "seat", hold->partition = (char *)partition;
+    hold->ids = ids, hold->n_ids = 1, hold->ttl_ms = 60000, hold->wait_ms = wait_ms;
+    req->id = 1, req->method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD, req->hold = hold;
+    req->timeout_ms = wait_ms ? wait_ms + 1000 : 0;
+}
+
+static int release_msg(int fd, uint8_t *buf, char **ids, const char *partition,
+                       const char *token, int wait_answer) {
+    hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+    Holdfast__V1__ReleaseRequest rel = HOLDFAST__V1__RELEASE_REQUEST__INIT;
+    rel.namespace_ = "seat", rel.partition = (char *)partition;
+    rel.ids = ids, rel.n_ids = 1, rel.token = (char *)token;
+    req.id = 2, req.method_case = HOLDFAST__V1__REQUEST__METHOD_RELEASE, req.release = &rel;
+    send_request(fd, &req);
+    if (!wait_answer) return 0;
+    hf_response_msg *r = read_response(fd, buf);
+    int ok = r && r->code == HOLDFAST__V1__CODE__CODE_OK;
+    hf_response_msg_free(r);
+    return ok ? 0 : -1;
+}
+
+/* Release -> the waiter's grant, against a plain Hold's round trip. */
+static int run_wakeup(const struct cfg *c) {
+    int a = connect_daemon(c->socket_path), b = connect_daemon(c->socket_path);
+    redisContext *rc = redisConnectUnix(c->redis_path);
+    if (!rc || rc->err) {
+        fprintf(stderr, "connect redis failed\n");
+        return 1;
+    }
+    long rounds = c->holds;
+    double *rtt = calloc((size_t)rounds, sizeof *rtt), *wake = calloc((size_t)rounds, sizeof *wake);
+    uint8_t *buf = malloc(65536);
+    char id[32], token[64], line[200];
+    char *ids[1] = {id};
+    long failed = 0;
+    for (long i = 0; i < rounds; i++) {
+        snprintf(id, sizeof id, "wk-%ld", i);
+        snprintf(line, sizeof line, "hf:{seat:%s}:#line:%s", c->partition, id);
+        /* The baseline: a plain Hold's round trip (the holder's). */
+        hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+        Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
+        hold_msg(&req, &hold, ids, c->partition, 0);
+        double t0 = now_s();
+        hf_response_msg *r = roundtrip(a, &req, buf);
+        rtt[i] = now_s() - t0;
+        if (!r || r->code != HOLDFAST__V1__CODE__CODE_OK) {
+            hf_response_msg_free(r);
+            failed++;
+            break;
+        }
+        snprintf(token, sizeof token, "%s", r->hold->token);
+        hf_response_msg_free(r);
+        /* The waiter queues; seen in its line before the release. */
+        hf_request_msg wreq = HOLDFAST__V1__REQUEST__INIT;
+        Holdfast__V1__HoldRequest whold = HOLDFAST__V1__HOLD_REQUEST__INIT;
+        hold_msg(&wreq, &whold, ids, c->partition, 10000);
+        send_request(b, &wreq);
+        for (int tries = 0;; tries++) {
+            redisReply *z = redisCommand(rc, "ZCARD %s", line);
+            long long n = z && z->type == REDIS_REPLY_INTEGER ? z->integer : 0;
+            freeReplyObject(z);
+            if (n == 1) break;
+            if (tries > 100000) {
+                fprintf(stderr, "bench_hold: the waiter never queued\n");
+                return 1;
+            }
+        }
+        t0 = now_s();
+        release_msg(a, buf, ids, c->partition, token, 0);
+        r = read_response(b, buf);
+        wake[i] = now_s() - t0;
+        int ok = r && r->code == HOLDFAST__V1__CODE__CODE_OK;
+        if (ok) snprintf(token, sizeof token, "%s", r->hold->token);
+        hf_response_msg_free(r);
+        r = read_response(a, buf); /* the holder's release */
+        if (!ok || !r || r->code != HOLDFAST__V1__CODE__CODE_OK) failed++;
+        hf_response_msg_free(r);
+        if (ok && release_msg(b, buf, ids, c->partition, token, 1) != 0) failed++;
+        if (failed) break;
+    }
+    if (!failed) {
+        double r50 = percentile(rtt, rounds, 0.5) * 1e6;
+        double r99 = percentile(rtt, rounds, 0.99) * 1e6;
+        double w50 = percentile(wake, rounds, 0.5) * 1e6;
+        double w99 = percentile(wake, rounds, 0.99) * 1e6;
+        printf("plain hold round trip:      p50 %.0f us  p99 %.0f us  (%ld rounds)\n", r50, r99,
+               rounds);
+        printf("release -> waiter's grant:  p50 %.0f us  p99 %.0f us\n", w50, w99);
+        printf("ratio wake-up/hold round trip: p50 %.2f  p99 %.2f\n", w50 / r50, w99 / r99);
+    } else {
+        fprintf(stderr, "bench_hold: a wake-up round failed\n");
+    }
+    free(rtt);
+    free(wake);
+    free(buf);
+    redisFree(rc);
+    close(a);
+    close(b);
+    return failed ? 1 : 0;
+}
+
 /* SetCapacity of the pool the pool holds take from: room for all of them. */
 static int set_capacity(const struct cfg *c) {
     int fd = connect_daemon(c->socket_path);
@@ -291,6 +429,7 @@ int main(int argc, char **argv) {
         {"connections", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'd'},
         {"holds", required_argument, NULL, 'n'}, {"confirm", no_argument, NULL, 'C'},
         {"pools", no_argument, NULL, 'P'}, {"segment", required_argument, NULL, 'S'},
+        {"wakeup", no_argument, NULL, 'W'},
         {NULL, 0, NULL, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -303,6 +442,7 @@ int main(int argc, char **argv) {
         case 'C': c.confirm = 1; break;
         case 'P': c.pools = 1; break;
         case 'S': c.legs = atoi(optarg); break;
+        case 'W': c.wakeup = 1; break;
         default: return 2;
         }
     }
@@ -313,6 +453,10 @@ int main(int argc, char **argv) {
         printf("through holdfastd: %ld hold+confirm in %.3f s = %.0f confirms/s (%ld failed)\n",
                done, t, (double)done / t, failed);
         return failed ? 1 : 0;
+    }
+    if (c.socket_path && c.redis_path && c.wakeup) {
+        if (c.holds == 200000) c.holds = 2000; /* rounds: one at a time */
+        return run_wakeup(&c);
     }
     if (c.socket_path && c.pools) {
         if (set_capacity(&c) != 0) return 1;
@@ -344,7 +488,8 @@ int main(int argc, char **argv) {
         return failed || seat_failed ? 1 : 0;
     }
     if (!c.socket_path || !c.redis_path) {
-        fprintf(stderr, "usage: bench_hold --socket S (--redis R | --confirm | --pools | --segment LEGS)"
+        fprintf(stderr, "usage: bench_hold --socket S (--redis R [--wakeup] | --confirm | --pools"
+                        " | --segment LEGS)"
                         " [--connections N] [--depth D] [--holds H]\n");
         return 2;
     }

@@ -1,47 +1,199 @@
 #!/usr/bin/env bash
-# Benchmarks, each reported as a ratio against a baseline measured in the same
-# run on the same private servers (tools/devstack.sh):
-#   1. Hold + Confirm through holdfastd vs pgbench calling the same
-#      holdfast.confirm() SQL function directly, same concurrency.
-#   2. Hold through holdfastd vs the same Redis function called directly
-#      (hiredis, same connections and pipeline depth).
-#   3. A pool hold (1 unit of one pool) vs a seat hold, both through holdfastd.
-#   4. A segment hold (one seat on 1 and on 4 legs) vs a seat hold, both
-#      through holdfastd.
-#   5. redis-benchmark SET with the same shape, for scale.
-# Usage: bench/run.sh [holds] (default 200000; confirms are a tenth of it).
-# Numbers depend on the machine; only the ratios travel.
+# Benchmarks, each a ratio against a baseline measured in the same run on the
+# same private servers (tools/devstack.sh; request logging on, as shipped).
+# Only the ratios travel between machines.
+#
+#   1. Pairs (hold -> release), bench_pairs, C connections x K in flight,
+#      through holdfastd vs straight to Redis: the lock libraries' way (SET NX
+#      PX + compare-and-delete script) and the daemon's own functions (FCALL
+#      hf1_hold / hf1_release). Rounds interleave the three; medians.
+#   2. Confirm: holdfast.confirm() vs the minimal correct claim transaction
+#      (idempotency row + claim row, ON CONFLICT DO NOTHING), pgbench, 1 and 4
+#      clients; and Hold + Confirm through holdfastd vs pgbench of the same
+#      holdfast.confirm() call.
+#   3. Pool holds and segment holds vs seat holds, through holdfastd; and
+#      waiting in line: release -> the waiter's grant (p50/p99) vs a plain
+#      Hold's round trip, one round at a time (bench_hold --wakeup).
+#   4. Memory: idle RSS, and RSS per idle connection (200 connections: the
+#      default limits.max_connections_per_uid is 256).
+#   5. The clients against their peers (bench/clients/<language>/run.sh, each
+#      with its own stack), when asked for: bench/run.sh --clients.
+# Ends with one table: every goal of issue 15, what was measured, met or not.
+#
+# Usage: bench/run.sh [--seconds S] [--rounds R] [--clients]
+#   defaults: 5 s per run, 3 rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-holds="${1:-200000}"
-confirms=$((holds / 10))
+seconds=5 rounds=3 clients=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
+    --clients) clients=1; shift ;;
+    *) echo "usage: bench/run.sh [--seconds S] [--rounds R] [--clients]" >&2; exit 2 ;;
+  esac
+done
 PGBIN="${PGBIN:-/usr/lib/postgresql/15/bin}"
 tools/build.sh release >/dev/null
 dir="$(mktemp -d /tmp/hf-bench.XXXXXX)"
-trap 'tools/devstack.sh down "$dir" >/dev/null; rm -rf "$dir"' EXIT
-# The dev stack logs at info: one line per request is part of the real cost.
+results="$dir/results"
+trap 'tools/devstack.sh down "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 tools/devstack.sh up "$dir" >/dev/null
+: >"$results"
+note() { echo "$1" >>"$results"; } # "key value" lines for the table
 
-echo "== hold + confirm through holdfastd (3 Redis calls + 1 PostgreSQL transaction each), 4 connections"
-via=$(build/bench/bench_hold --socket "$dir/holdfast.sock" --confirm --connections 4 --holds "$confirms")
-echo "$via"
-echo "== pgbench: the same holdfast.confirm() called directly, 4 clients"
-cat > "$dir/confirm.sql" <<'SQL'
+echo "== 1. pairs: holdfastd vs SET NX + script vs FCALL direct ($rounds rounds of ${seconds} s)"
+for round in $(seq "$rounds"); do
+  for shape in "1 1" "1 16" "1 64" "64 1" "16 4"; do
+    for mode in daemon setnx fcall; do
+      sock="$dir/redis.sock"
+      [ "$mode" = daemon ] && sock="$dir/holdfast.sock"
+      build/bench/bench_pairs "$mode" "$sock" $shape "$seconds" | tee -a "$dir/pairs"
+    done
+  done
+  redis-cli -s "$dir/redis.sock" FLUSHALL >/dev/null
+done
+python3 - "$dir/pairs" >>"$results" <<'PY'
+import statistics, sys
+runs = {}
+for line in open(sys.argv[1]):
+    f = dict(kv.split("=") for kv in line.split())
+    runs.setdefault((f["C"], f["K"], f["mode"]), []).append(f)
+med = lambda rs, k: statistics.median(float(r[k]) for r in rs)
+for c, k in [("1", "1"), ("1", "16"), ("1", "64"), ("64", "1"), ("16", "4")]:
+    d, s, f = (runs.get((c, k, m), []) for m in ("daemon", "setnx", "fcall"))
+    if not (d and s and f):
+        continue
+    shape = "%sx%s" % (c, k)
+    print("pairs_%s %.0f" % (shape, med(d, "pairs_per_s")))
+    print("vs_setnx_%s %.2f" % (shape, med(d, "pairs_per_s") / med(s, "pairs_per_s")))
+    print("vs_fcall_%s %.2f" % (shape, med(d, "pairs_per_s") / med(f, "pairs_per_s")))
+    print("hold_p50_%s %.2f" % (shape, med(d, "hold_p50_us") / med(s, "hold_p50_us")))
+PY
+
+echo "== 2. confirm: holdfast.confirm() vs the minimal claim transaction (pgbench, ${seconds} s each)"
+psql -h "$dir/pg" -U postgres -q holdfast -c "
+  CREATE TABLE IF NOT EXISTS bench_idem (ns text, key text, request_hash bytea, code text,
+    fence bigint, PRIMARY KEY (ns, key));
+  CREATE TABLE IF NOT EXISTS bench_claims (ns text, partition text, resource text, fence bigint,
+    reference text, idempotency_key text, PRIMARY KEY (ns, partition, resource));" >/dev/null
+cat >"$dir/confirm.sql" <<'SQL'
 \set n random(1, 4000000000000)
 SELECT * FROM holdfast.confirm('seat', 'pgbench-' || :client_id, ARRAY['s' || :n], :n, 'pgbench-' || :n, 'bench', ''::bytea, 1000);
 SQL
-direct=$("$PGBIN/pgbench" -h "$dir/pg" -U postgres -n -c 4 -j 2 -t "$((confirms / 4))" \
-  -f "$dir/confirm.sql" holdfast | sed -n 's/^tps = \([0-9.]*\).*/\1/p')
-echo "tps = $direct"
+cat >"$dir/minimal.sql" <<'SQL'
+\set n random(1, 4000000000000)
+BEGIN;
+INSERT INTO bench_idem VALUES ('seat', 'min-' || :n, '\x00', 'OK', :n) ON CONFLICT DO NOTHING;
+INSERT INTO bench_claims VALUES ('seat', 'min-' || :client_id, 's' || :n, :n, 'bench', 'min-' || :n) ON CONFLICT DO NOTHING;
+END;
+SQL
+tps() { # clients script
+  "$PGBIN/pgbench" -h "$dir/pg" -U postgres -n -c "$1" -j 2 -T "$seconds" -M prepared \
+    -f "$2" holdfast 2>/dev/null | sed -n 's/^tps = \([0-9.]*\).*/\1/p'
+}
+for c in 1 4; do
+  hf=$(tps "$c" "$dir/confirm.sql")
+  mn=$(tps "$c" "$dir/minimal.sql")
+  echo "c=$c holdfast.confirm() $hf tps, minimal claim transaction $mn tps"
+  awk -v c="$c" -v hf="$hf" -v mn="$mn" 'BEGIN { printf "confirm_c%d %.2f\n", c, hf / mn }' >>"$results"
+done
+confirms=$((seconds * 2000))
+via=$(build/bench/bench_hold --socket "$dir/holdfast.sock" --confirm --connections 4 --holds "$confirms")
+echo "$via"
+direct=$(tps 4 "$dir/confirm.sql")
+echo "pgbench holdfast.confirm() at 4 clients: $direct tps"
 awk -v via="$(echo "$via" | sed -n 's/.*= \([0-9]*\) confirms\/s.*/\1/p')" -v direct="$direct" \
-  'BEGIN { printf "ratio holdfastd confirms / direct SQL calls = %.2f\n", via / direct }'
+  'BEGIN { printf "hold_confirm %.2f\n", via / direct }' >>"$results"
 
-echo "== holds through holdfastd vs direct hiredis FCALL"
-build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" --holds "$holds"
-echo "== pool holds (units of one pool) vs seat holds, both through holdfastd"
-build/bench/bench_hold --socket "$dir/holdfast.sock" --pools --holds "$holds"
-echo "== segment holds (one seat on 1 leg, then on 4 legs) vs seat holds, both through holdfastd"
-build/bench/bench_hold --socket "$dir/holdfast.sock" --segment 1 --holds "$holds"
-build/bench/bench_hold --socket "$dir/holdfast.sock" --segment 4 --holds "$holds"
-echo "== redis-benchmark SET, same connections and pipeline depth"
-redis-benchmark -s "$dir/redis.sock" -t set -n "$holds" -c 4 -P 32 --csv | tail -1
+echo "== 3. pool holds and segment holds vs seat holds, through holdfastd"
+holds=$((seconds * 20000))
+build/bench/bench_hold --socket "$dir/holdfast.sock" --pools --holds "$holds" | tee "$dir/pools"
+sed -n 's/^ratio pool hold\/seat hold = \([0-9.]*\).*/pool_vs_seat \1/p' "$dir/pools" >>"$results"
+for legs in 1 4; do
+  build/bench/bench_hold --socket "$dir/holdfast.sock" --segment "$legs" --holds "$holds" \
+    | tee "$dir/segment"
+  sed -n "s/^ratio segment hold\/seat hold = \([0-9.]*\).*/segment${legs}_vs_seat \1/p" \
+    "$dir/segment" >>"$results"
+done
+
+echo "== 3. waiting in line: release -> the waiter's grant vs a plain hold's round trip"
+build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" --wakeup \
+  --holds "$((seconds * 400))" | tee "$dir/wakeup"
+sed -n 's/^ratio wake-up\/hold round trip: p50 \([0-9.]*\)  p99 \([0-9.]*\).*/wakeup_p50 \1\nwakeup_p99 \2/p' \
+  "$dir/wakeup" >>"$results"
+
+echo "== 4. memory: idle RSS, and per idle connection"
+pid=$(cat "$dir/holdfastd.pid" 2>/dev/null || pgrep -f "holdfastd --config $dir/holdfast.lua" | head -1)
+python3 - "$dir/holdfast.sock" "$pid" >>"$results" <<'PY'
+import socket, sys, time
+path, pid = sys.argv[1], sys.argv[2]
+def rss_kib():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+idle = rss_kib()
+conns = []
+for _ in range(200):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    conns.append(s)
+time.sleep(1.0)
+per = (rss_kib() - idle) * 1024 / len(conns)
+print("idle_rss_mib %.1f" % (idle / 1024))
+print("per_conn_bytes %.0f" % per)
+for s in conns:
+    s.close()
+PY
+
+if [ "$clients" = 1 ]; then
+  echo "== 5. clients against their peers"
+  for lang in python go typescript java; do
+    script="bench/clients/$lang/run.sh"
+    [ -x "$script" ] || { echo "($script: not there)"; continue; }
+    "$script" | tee "$dir/client-$lang"
+    # Each script ends with "ratio_seq X" and "ratio_16 Y" lines.
+    sed -n "s/^ratio_seq \([0-9.]*\)/${lang}_seq \1/p; s/^ratio_16 \([0-9.]*\)/${lang}_16 \1/p" \
+      "$dir/client-$lang" >>"$results"
+  done
+fi
+
+echo
+echo "== goals (issue 15), measured in this run"
+python3 - "$results" <<'PY'
+import sys
+r = {}
+for line in open(sys.argv[1]):
+    k, v = line.split()
+    r[k] = float(v)
+goals = [
+    ("1x1 hold p50 vs SET NX p50", "hold_p50_1x1", "<=", 1.3),
+    ("1x64 pairs vs FCALL direct", "vs_fcall_1x64", ">=", 0.85),
+    ("1x64 pairs vs SET NX + script", "vs_setnx_1x64", ">=", 0.5),
+    ("64x1 pairs vs FCALL direct", "vs_fcall_64x1", ">=", 1.0),
+    ("64x1 pairs vs SET NX + script", "vs_setnx_64x1", ">=", 0.8),
+    ("confirm() vs minimal claim txn, 1 client", "confirm_c1", ">=", 0.5),
+    ("confirm() vs minimal claim txn, 4 clients", "confirm_c4", ">=", 0.5),
+    ("hold+confirm via holdfastd vs pgbench", "hold_confirm", ">=", 0.8),
+    ("idle RSS (MiB)", "idle_rss_mib", "<=", 16),
+    ("RSS per idle connection (bytes)", "per_conn_bytes", "<=", 8192),
+]
+for lang, peer in (("python", "redis-py Lock"), ("go", "redsync"),
+                   ("typescript", "node-redlock"), ("java", "Redisson")):
+    goals.append(("%s client vs %s, sequential" % (lang, peer), lang + "_seq", ">=", 1.0))
+    goals.append(("%s client vs %s, 16 in flight" % (lang, peer), lang + "_16", ">=", 2.0))
+print("%-46s %10s %8s  %s" % ("goal", "measured", "target", "met"))
+for name, key, op, target in goals:
+    if key not in r:
+        print("%-46s %10s %8s  %s" % (name, "-", op + " %g" % target, "not measured"))
+        continue
+    v = r[key]
+    met = v <= target if op == "<=" else v >= target
+    print("%-46s %10.2f %8s  %s" % (name, v, op + " %g" % target, "yes" if met else "no"))
+print()
+print("also: pairs/s through holdfastd:", ", ".join(
+    "%s %.0f" % (k[6:], v) for k, v in r.items() if k.startswith("pairs_")))
+for k in ("pool_vs_seat", "segment1_vs_seat", "segment4_vs_seat", "wakeup_p50", "wakeup_p99"):
+    if k in r:
+        print("also: %s %.2f" % (k, r[k]))
+PY

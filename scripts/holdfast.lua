@@ -456,6 +456,222 @@ local function session_release(keys, args)
   return out
 end
 
+-- ---- Waiting in line (docs/waiting.md) ----
+--
+-- A hold with a wait queues behind the holder. Per id a line
+--   hf:{<ns>:<partition>}:#line:<id>  ZSET  ticket -> arrival number
+-- and per partition
+--   hf:{<ns>:<partition>}:#waiters    HASH  ticket -> its lease's end (ms,
+--        Redis' clock)
+-- A ticket whose lease has ended is dead: whoever meets it at the head of a
+-- line drops it, so no sweeper is needed. A ticket enters all its lines in
+-- one call, at their tails, so any two tickets stand in the same order in
+-- every line they share: the heads can never block each other (no
+-- deadlock); a ticket that was dead re-enters every line at the tail.
+-- Wake-ups are PUBLISHed on WAIT_CHANNEL, the message being the ticket.
+local WAIT_CHANNEL = 'holdfast:wake'
+
+-- The live head of a line (dead heads dropped), or nil.
+local function line_head(line, waiters, now, ticket)
+  while true do
+    local head = redis.call('ZRANGE', line, 0, 0)[1]
+    if not head or head == ticket then return head end
+    local lease = tonumber(redis.call('HGET', waiters, head))
+    if lease and lease > now then return head end
+    redis.call('ZREM', line, head)
+    if lease then redis.call('HDEL', waiters, head) end
+  end
+end
+
+-- A key lives at least ms more.
+local function keep_key(key, ms)
+  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+end
+
+-- Take the ticket out of its lines; with `wake`, each line it headed wakes
+-- its new head (not after a grant: the next waits for the new holder).
+local function line_leave(waiters, lines, ticket, now, wake)
+  redis.call('HDEL', waiters, ticket)
+  local woken = {}
+  for i = 1, #lines do
+    local rank = redis.call('ZRANK', lines[i], ticket)
+    if rank then
+      redis.call('ZREM', lines[i], ticket)
+      if rank == 0 and wake then
+        local head = line_head(lines[i], waiters, now, '')
+        if head and not woken[head] then
+          woken[head] = true
+          redis.call('PUBLISH', WAIT_CHANNEL, head)
+        end
+      end
+    end
+  end
+end
+
+-- Join (or stay in) every line at its tail, lease renewed.
+local function line_join(waiters, lines, ticket, now, lease)
+  local alive = (tonumber(redis.call('HGET', waiters, ticket)) or 0) > now
+  for i = 1, #lines do
+    if not alive then redis.call('ZREM', lines[i], ticket) end
+    if not alive or not redis.call('ZSCORE', lines[i], ticket) then
+      local tail = redis.call('ZRANGE', lines[i], -1, -1, 'WITHSCORES')
+      redis.call('ZADD', lines[i], (tonumber(tail[2]) or 0) + 1, ticket)
+    end
+    keep_key(lines[i], lease)
+  end
+  redis.call('HSET', waiters, ticket, now + lease)
+  keep_key(waiters, lease)
+end
+
+-- The ticket heads every line (or the line is empty): 1, 0; else 0 and the
+-- index of the first line where another waiter is ahead.
+local function line_first(waiters, lines, ticket, now)
+  local first, blocked = 1, 0
+  for i = 1, #lines do
+    local head = line_head(lines[i], waiters, now, ticket)
+    if head and head ~= ticket then
+      first = 0
+      if blocked == 0 then blocked = i end
+    end
+  end
+  return first, blocked
+end
+
+-- Hold with a wait, all or nothing: granted only when every id is free and
+-- the ticket heads every line (or the line is empty); otherwise the ticket
+-- stays in (or joins) every line for ARGV[4] ms more.
+-- KEYS[1] = fence counter, then the n hold keys, the partition's waiters,
+-- the n lines. ARGV[1] = random part of the token, ARGV[2] = TTL in ms,
+-- ARGV[3] = ticket, ARGV[4] = lease in ms.
+-- -> {GRANTED, fence} | {CONFIRMED, index}
+--    | {HELD_BY_ANOTHER, index, ms until the holders' keys expire (-1: not
+--       held, only queued), 1 when the ticket heads every line}
+local function hold_wait(keys, args)
+  local n = (#keys - 2) / 2
+  local waiters, ticket, lease = keys[n + 2], args[3], tonumber(args[4])
+  local now = pool_now()
+  local lines = {}
+  for i = 1, n do lines[i] = keys[n + 2 + i] end
+  for i = 1, n do
+    local value = redis.call('GET', keys[1 + i])
+    if value and is_confirmed(value) then
+      line_leave(waiters, lines, ticket, now, false)
+      return {CONFIRMED, i}
+    end
+  end
+  local first, blocked = line_first(waiters, lines, ticket, now)
+  local pttl = -1
+  for i = 1, n do
+    local left = redis.call('PTTL', keys[1 + i])
+    if left ~= -2 then
+      if blocked == 0 then blocked = i end
+      if left > pttl then pttl = left end
+    end
+  end
+  if blocked == 0 then
+    local fence = hold({unpack(keys, 1, n + 1)}, args)[2]
+    line_leave(waiters, lines, ticket, now, false)
+    return {GRANTED, fence}
+  end
+  line_join(waiters, lines, ticket, now, lease)
+  return {HELD_BY_ANOTHER, blocked, pttl, first}
+end
+
+-- Hold units with a wait: pool_hold, tried only by the head of every line
+-- (its pools' lines); a grant wakes the next head (units may be left).
+-- KEYS = pool_hold's (fence, default, per pool hash and holds), then the
+-- partition's waiters, one line per pool. ARGV = pool_hold's (random, TTL,
+-- units per pool), then ticket, lease in ms.
+-- -> pool_hold's answer, or {HELD_BY_ANOTHER, index, ms until the next hold
+--    of that pool expires (-1: only queued), 1 when the ticket heads every
+--    line, units free (-1: only queued)}
+local function pool_hold_wait(keys, args)
+  local p = (#keys - 3) / 3
+  local waiters = keys[3 + 2 * p]
+  local ticket, lease = args[#args - 1], tonumber(args[#args])
+  local now = pool_now()
+  local lines = {}
+  for i = 1, p do lines[i] = keys[3 + 2 * p + i] end
+  local first, blocked = line_first(waiters, lines, ticket, now)
+  local pttl, free = -1, -1
+  if first == 1 then
+    local r = pool_hold({unpack(keys, 1, 2 + 2 * p)}, {unpack(args, 1, #args - 2)})
+    if r[1] == GRANTED or r[1] == CONFIRMED then
+      line_leave(waiters, lines, ticket, now, true)
+      return r
+    end
+    if r[1] ~= HELD_BY_ANOTHER then return r end
+    blocked, free = r[2], r[3]
+    local e = redis.call('ZRANGE', keys[2 + 2 * blocked], 0, 0, 'WITHSCORES')
+    if e[2] then pttl = math.max(tonumber(e[2]) - now, 0) end
+  end
+  line_join(waiters, lines, ticket, now, lease)
+  return {HELD_BY_ANOTHER, blocked, pttl, first, free}
+end
+
+-- A waiter gives up (its wait ran out, its client left).
+-- KEYS[1] = the partition's waiters, KEYS[2..] = its lines. ARGV[1] = ticket.
+-- -> 1
+local function wait_leave(keys, args)
+  local lines = {}
+  for i = 2, #keys do lines[#lines + 1] = keys[i] end
+  line_leave(keys[1], lines, args[1], pool_now(), true)
+  return 1
+end
+
+-- Resources were freed (ARGV[1] = '0': wake the head of each line) or sold
+-- (ARGV[1] = '1': wake every live waiter, each answers CONFIRMED).
+-- KEYS[1] = the partition's waiters, KEYS[2..] = the lines.
+-- -> the tickets woken
+local function wait_wake(keys, args)
+  local now, woken, out = pool_now(), {}, {}
+  for i = 2, #keys do
+    local tickets
+    if args[1] == '1' then
+      line_head(keys[i], keys[1], now, '')
+      tickets = redis.call('ZRANGE', keys[i], 0, -1)
+    else
+      tickets = {line_head(keys[i], keys[1], now, '')}
+    end
+    for j = 1, #tickets do
+      local t = tickets[j]
+      if not woken[t] then
+        woken[t] = true
+        out[#out + 1] = t
+        redis.call('PUBLISH', WAIT_CHANNEL, t)
+      end
+    end
+  end
+  return out
+end
+
+-- Release (as hf1_release), and wake the head of the line of every key it
+-- released, in the same call: a Release costs one call whether or not
+-- anyone waits. KEYS = n hold keys, the partition's waiters, their n lines.
+-- ARGV[1] = token, ARGV[2] = n. -> as release
+local function release_wake(keys, args)
+  local n = tonumber(args[2])
+  local holds, freed = {}, {}
+  for i = 1, n do holds[i] = keys[i] end
+  local out = release(holds, args)
+  if out[2] == 0 then return out end
+  local waiters = keys[n + 1]
+  if redis.call('EXISTS', waiters) == 0 then return out end
+  -- Released keys are gone now: those lines' heads may take them.
+  for i = 1, n do
+    if redis.call('EXISTS', holds[i]) == 0 then freed[#freed + 1] = keys[n + 1 + i] end
+  end
+  local now, woken = pool_now(), {}
+  for i = 1, #freed do
+    local head = line_head(freed[i], waiters, now, '')
+    if head and not woken[head] then
+      woken[head] = true
+      redis.call('PUBLISH', WAIT_CHANNEL, head)
+    end
+  end
+  return out
+end
+
 redis.register_function{function_name = 'hf1_hold', callback = hold}
 redis.register_function{function_name = 'hf1_extend', callback = extend}
 redis.register_function{function_name = 'hf1_release', callback = release}
@@ -472,3 +688,8 @@ redis.register_function{function_name = 'hf1_pool_confirm_check', callback = poo
 redis.register_function{function_name = 'hf1_pool_mark_sold', callback = pool_mark_sold}
 redis.register_function{function_name = 'hf1_session_renew', callback = session_renew}
 redis.register_function{function_name = 'hf1_session_release', callback = session_release}
+redis.register_function{function_name = 'hf1_hold_wait', callback = hold_wait}
+redis.register_function{function_name = 'hf1_wait_leave', callback = wait_leave}
+redis.register_function{function_name = 'hf1_wait_wake', callback = wait_wake}
+redis.register_function{function_name = 'hf1_pool_hold_wait', callback = pool_hold_wait}
+redis.register_function{function_name = 'hf1_release_wake', callback = release_wake}

@@ -283,3 +283,33 @@ def test_session_holds_renew_in_one_call_per_slot_and_go_when_the_connection_clo
     harness.wait_for(lambda: not any(node.has(hold_key("seat", p, str(i)))
                                      for node, p in zip(cluster.nodes, parts) for i in range(5)),
                      timeout=5, what="the session holds released on every node")
+
+
+def test_waiters_in_a_cluster_are_woken_across_nodes(make_cluster_daemon, cluster):
+    """docs/waiting.md: each daemon subscribes on its redis.address node;
+    a PUBLISH reaches every node of the cluster, so a release on the node
+    that owns the partition wakes a waiter whose daemon listens elsewhere."""
+    d0 = make_cluster_daemon(address=cluster.nodes[0].address)
+    d1 = make_cluster_daemon(address=cluster.nodes[1].address)
+    p = cluster.partition_on(cluster.nodes[2], prefix="wait")
+    with Client(d0.socket) as holder, Client(d1.socket) as w1, Client(d0.socket) as w2:
+        for c in (w1, w2):
+            harness.wait_for(lambda: metrics(c).get("holdfast_wait_subscribed") == 1,
+                             what="the wake-up subscriptions")
+        token = hold_ok(holder, p, ["A"], ttl_ms=60000)
+        for i, c in enumerate((w1, w2)):
+            c.send(hold=harness.pb().HoldRequest(namespace="seat", partition=p, ids=["A"],
+                                                 ttl_ms=10000, wait_ms=20000),
+                   timeout_ms=20000)
+            harness.wait_for(lambda: cluster.nodes[2].cmd(
+                "ZCARD", "hf:{seat:%s}:#line:A" % p) == i + 1, what="queued")
+        assert code_name(holder.release("seat", p, ["A"], token).code) == "OK"
+        r = w1.recv()
+        assert code_name(r.code) == "OK", r
+        harness.ISSUED_TOKENS.add(r.hold.token)
+        assert code_name(w1.release("seat", p, ["A"], r.hold.token).code) == "OK"
+        r = w2.recv()
+        assert code_name(r.code) == "OK", r
+        # Woken by w1's release on another daemon (d0 has no other waiter,
+        # and the head alone is woken).
+        assert metrics(w2)["holdfast_wait_wakeups_total"] == 1

@@ -406,6 +406,7 @@ static void on_mark_reply(void *privdata, enum hf_redis_status status, redisRepl
     if (status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER) {
         long long n = r->integer;
         size_t expected = cc->kind->marks_expected(cc);
+        if (n > 0 && cc->kind->after_marked) cc->kind->after_marked(cc, n);
         if (n == (long long)expected) {
             req->after_result = cc->kind->marked(cc);
         } else {

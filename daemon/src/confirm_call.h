@@ -33,6 +33,9 @@ struct claim_kind {
     /* What the mark should count, and cc->req->after_result when it does. */
     size_t (*marks_expected)(const struct claim_call *cc);
     const char *(*marked)(const struct claim_call *cc);
+    /* Optional: the mark changed n > 0 items (Confirm wakes their waiters,
+     * docs/waiting.md). */
+    void (*after_marked)(struct claim_call *cc, long long n);
 };
 
 /* One Confirm or Cancel: the op's context. */

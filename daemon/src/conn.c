@@ -52,6 +52,7 @@ struct hf_conn {
      * nearly all of a slow reader's answers at once (what libuv holds is
      * freed in its close phase). */
     struct out_frame *out_head, *out_tail;
+    size_t out_bytes;              /* in the outbox */
     size_t queued;                 /* bytes in the outbox and in those batches */
     struct hf_conn *q_prev, *q_next; /* on queues.head while queued > 0 */
     uint32_t peer_uid, peer_gid;
@@ -249,8 +250,16 @@ static void on_closed(uv_handle_t *h) {
     free(conn);
 }
 
+static void flush(struct hf_conn *conn);
+
 void hf_conn_close(struct hf_conn *conn) {
     if (conn->closing) return;
+    /* Answers still waiting for the flusher go now, as far as the socket
+     * takes them at once (a shutdown closes right after the last answer). */
+    if (conn->out_head) {
+        flush(conn);
+        if (conn->closing) return; /* flush closed it */
+    }
     /* What libuv has not been handed is freed now; the batches it holds are
      * cancelled in its close phase and counted off in their callbacks. */
     size_t dropped = 0;
@@ -262,6 +271,7 @@ void hf_conn_close(struct hf_conn *conn) {
         free(f);
     }
     conn->out_tail = NULL;
+    conn->out_bytes = 0;
     if (dropped) queue_done(conn, dropped);
     conn->closing = true;
     conn->reading = false;
@@ -295,6 +305,7 @@ static void flush(struct hf_conn *conn) {
             struct out_frame *f = conn->out_head;
             conn->out_head = f->next;
             if (!conn->out_head) conn->out_tail = NULL;
+            conn->out_bytes -= f->len;
             bufs[wr->n] = uv_buf_init((char *)f->data, (unsigned)f->len);
             wr->frames[wr->n++] = f->data;
             wr->bytes += f->len;
@@ -364,8 +375,13 @@ void hf_conn_send(struct hf_conn *conn, uint8_t *frame, size_t len) {
     if (conn->out_tail) conn->out_tail->next = f;
     else conn->out_head = f;
     conn->out_tail = f;
+    conn->out_bytes += len;
     queue_add(conn, len);
-    uv_prepare_start(&conn->flusher, on_flusher); /* no-op when started */
+    /* A batch's worth waits for no one: the kernel's socket buffer, not
+     * ours, holds it while the client reads. */
+    if (conn->out_bytes >= WRITE_BATCH_BYTES) flush(conn);
+    else uv_prepare_start(&conn->flusher, on_flusher); /* no-op when started */
+    if (conn->closing) return;
     if (conn->queued > WRITE_QUEUE_PAUSE) {
         conn->over_cap = true;
         if (conn->reading) {

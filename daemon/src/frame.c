@@ -48,6 +48,36 @@ void hf_request_msg_free(hf_request_msg *msg) {
     if (msg) holdfast__v1__request__free_unpacked(msg, NULL);
 }
 
+static void *arena_alloc(void *data, size_t size) {
+    struct hf_arena *a = data;
+    size_t at = (a->used + 15) & ~(size_t)15;
+    if (at <= a->cap && size <= a->cap - at) {
+        a->used = at + size;
+        return a->buf + at;
+    }
+    return malloc(size);
+}
+
+static void arena_free(void *data, void *p) {
+    struct hf_arena *a = data;
+    unsigned char *c = p;
+    if (c >= a->buf && c < a->buf + a->cap) return; /* goes with the arena */
+    free(p);
+}
+
+hf_request_msg *hf_frame_unpack_request_in(struct hf_arena *a, const uint8_t *payload,
+                                           size_t len) {
+    ProtobufCAllocator alloc = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+    a->used = 0;
+    return holdfast__v1__request__unpack(&alloc, len, payload);
+}
+
+void hf_request_msg_free_in(struct hf_arena *a, hf_request_msg *msg) {
+    ProtobufCAllocator alloc = {.alloc = arena_alloc, .free = arena_free, .allocator_data = a};
+    if (msg) holdfast__v1__request__free_unpacked(msg, &alloc);
+    a->used = 0;
+}
+
 hf_response_msg *hf_frame_unpack_response(const uint8_t *payload, size_t len) {
     return holdfast__v1__response__unpack(NULL, len, payload);
 }

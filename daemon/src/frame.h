@@ -27,6 +27,19 @@ enum hf_frame_status {
 enum hf_frame_status hf_frame_peek(const uint8_t *buf, size_t len, size_t max_payload,
                                    size_t *payload_len);
 
+/* A bump allocator over a caller's buffer, to decode a request without a
+ * malloc per field; what does not fit is malloc'd (and freed) as usual. */
+struct hf_arena {
+    unsigned char *buf;
+    size_t cap, used;
+};
+
+/* Decode into `a` (NULL: not a Request); free with hf_request_msg_free_in
+ * and the same arena, before the arena's buffer goes. */
+hf_request_msg *hf_frame_unpack_request_in(struct hf_arena *a, const uint8_t *payload,
+                                           size_t len);
+void hf_request_msg_free_in(struct hf_arena *a, hf_request_msg *msg);
+
 /* Pack an envelope behind its 4-byte length into a malloc'd buffer. */
 uint8_t *hf_frame_pack_response(const hf_response_msg *msg, size_t *out_len);
 uint8_t *hf_frame_pack_request(const hf_request_msg *msg, size_t *out_len);

@@ -25,9 +25,12 @@ static void answer_withdrawn(struct hf_grant *g) {
 
 static void on_undo_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct hf_grant *g = privdata;
+    struct hf_daemon *d = g->req->d;
     if (status != HF_REDIS_OK || r->type == REDIS_REPLY_ERROR)
         log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
                  g->req->correlation_id, g->ttl);
+    else if (g->release_fn == HF_FN_RELEASE && d->wake_released)
+        d->wake_released(d, g->keys, g->key_lens, g->n_keys); /* the line tries now */
     answer_withdrawn(g);
 }
 

@@ -76,6 +76,11 @@ static const struct {
     [HF_C_SESSION_RENEWAL_CALLS] = {"holdfast_session_renewal_calls_total", "Redis calls that renewed session holds (one per connection and renewal tick, per slot in a cluster, per 4096 keys)."},
     [HF_C_SESSION_HOLDS_LOST] = {"holdfast_session_holds_lost_total", "Session holds reported lost to their connection (expired, taken over, sold, or not renewable before their TTL ran out)."},
     [HF_C_SESSION_RELEASES] = {"holdfast_session_releases_total", "Session holds released because their connection closed."},
+    [HF_C_WAITS_GRANTED] = {"holdfast_waits_total{outcome=\"granted\"}", "Holds that waited in line (wait_ms), by how the wait ended (granted; timed_out: the wait or the deadline ran out; confirmed: the resource was sold; left: the client disconnected, the daemon drained, or Redis failed)."},
+    [HF_C_WAITS_TIMED_OUT] = {"holdfast_waits_total{outcome=\"timed_out\"}", NULL},
+    [HF_C_WAITS_CONFIRMED] = {"holdfast_waits_total{outcome=\"confirmed\"}", NULL},
+    [HF_C_WAITS_LEFT] = {"holdfast_waits_total{outcome=\"left\"}", NULL},
+    [HF_C_WAIT_WAKEUPS] = {"holdfast_wait_wakeups_total", "Wake-ups received for this daemon's waiters (a release or sale named their ticket)."},
 };
 
 static const struct {
@@ -92,6 +97,8 @@ static const struct {
     [HF_G_QUEUED_BYTES] = {"holdfast_client_queued_bytes", "Answer bytes queued for all client connections, not yet written (limits.max_queued_bytes bounds it)."},
     [HF_G_READY] = {"holdfast_ready", "1 while ready for traffic (Redis library loaded, PostgreSQL reachable where configured, not draining)."},
     [HF_G_SESSION_HOLDS] = {"holdfast_session_holds", "Session holds kept alive for their connections now (a daemon restart does not adopt them: they expire by their TTL)."},
+    [HF_G_WAITERS] = {"holdfast_waiters", "Holds waiting in line now (wait_ms, docs/waiting.md)."},
+    [HF_G_WAIT_SUBSCRIBED] = {"holdfast_wait_subscribed", "1 while the wake-up subscription (Redis pub/sub) is up; 0: waiters poll."},
 };
 
 void hf_metrics_set_ops(const struct hf_op_table *ops) {

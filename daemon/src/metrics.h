@@ -40,6 +40,11 @@ enum hf_counter {
     HF_C_SESSION_RENEWAL_CALLS,
     HF_C_SESSION_HOLDS_LOST,
     HF_C_SESSION_RELEASES,
+    HF_C_WAITS_GRANTED, /* waiting in line (docs/waiting.md); one family, outcome label */
+    HF_C_WAITS_TIMED_OUT,
+    HF_C_WAITS_CONFIRMED,
+    HF_C_WAITS_LEFT,
+    HF_C_WAIT_WAKEUPS,
     HF_C__COUNT
 };
 
@@ -54,6 +59,8 @@ enum hf_gauge {
     HF_G_QUEUED_BYTES,
     HF_G_READY, /* set by whoever renders, from hf_daemon_ready */
     HF_G_SESSION_HOLDS,
+    HF_G_WAITERS,
+    HF_G_WAIT_SUBSCRIBED,
     HF_G__COUNT
 };
 

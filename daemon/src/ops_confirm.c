@@ -22,6 +22,7 @@
 #include "pools.h"
 #include "log.h"
 #include "metrics.h"
+#include "wait_line.h"
 #include "pg_pool.h"
 #include "redis_front.h"
 #include "validate.h"
@@ -91,6 +92,13 @@ static const char *holds_marked(const struct claim_call *cc) {
     return cc->t->ns->confirmed_marker_ttl_ms ? "marked" : "released";
 }
 
+/* Sold: every waiter in line for them answers CONFIRMED now (with no
+ * marker they are simply free: the head tries). */
+static void wake_waiters(struct claim_call *cc, long long n) {
+    (void)n;
+    hf_wait_wake(cc->req->d, cc->t, cc->t->ns->confirmed_marker_ttl_ms > 0);
+}
+
 static const struct claim_kind confirm_kind = {
     .word = "confirm",
     .on_ok = hf_claim_confirmed,
@@ -98,6 +106,7 @@ static const struct claim_kind confirm_kind = {
     .mark = mark_hold,
     .marks_expected = holds_to_mark,
     .marked = holds_marked,
+    .after_marked = wake_waiters,
     .if_update_fails = "the hold expires by itself at the end of the confirm window",
 };
 

@@ -13,6 +13,7 @@
 #include "pools.h"
 #include "redis_front.h"
 #include "session.h"
+#include "wait_line.h"
 
 
 /* The op's context. */
@@ -23,10 +24,13 @@ struct hold_call {
     struct hf_target *t;        /* &target */
     bool session;               /* bound to the connection (docs/sessions.md) */
     uint64_t sent_at;           /* loop time the hold script was sent */
+    char ttl_s[24];
+    struct hf_wait *wait;       /* wait_ms: waiting in line (wait_line.c) */
 };
 
 static void free_hold_call(void *ctx) {
     struct hold_call *hc = ctx;
+    hf_wait_free(hc->wait);
     hf_target_clear(&hc->target);
 }
 
@@ -122,7 +126,7 @@ void hf_op_hold(struct hf_request *req) {
         .done = grant_done,
     };
     if (!hf_grant_prepare(&hc->grant)) return;
-    char ttl_s[24];
+    char *ttl_s = hc->ttl_s; /* kept: a wait sends it again */
     size_t ttl_len = hf_u64_dec(ttl_s, ttl);
     const char *args[] = {hc->grant.random, ttl_s};
     size_t lens[] = {HF_TOKEN_RANDOM_CHARS, ttl_len};
@@ -131,10 +135,13 @@ void hf_op_hold(struct hf_request *req) {
     /* grant.conn is set to the connection that ran the script (in a
      * cluster, possibly another node's after a redirection) before
      * on_hold_reply: a WAIT must follow on it. */
-    if (hf_front_call(req->d->redis, &hc->grant.conn, HF_FN_HOLD, t->keys->count, t->keys->keys,
-                        t->keys->lens, 2, args, lens,
-                        req->cfg->redis_command_timeout_ms,
-                        on_hold_reply, hc) != 0) {
+    int rc = m->wait_ms
+                 ? hf_wait_start(req, t, hc->grant.random, ttl_s, m->wait_ms, &hc->grant.conn,
+                                 on_hold_reply, hc, &hc->wait)
+                 : hf_front_call(req->d->redis, &hc->grant.conn, HF_FN_HOLD, t->keys->count,
+                                 t->keys->keys, t->keys->lens, 2, args, lens,
+                                 req->cfg->redis_command_timeout_ms, on_hold_reply, hc);
+    if (rc != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "hold");
         hf_request_op_done(req);
     }

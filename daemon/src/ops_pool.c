@@ -13,6 +13,7 @@
 #include "ops_pool.h"
 #include "pools.h"
 #include "redis_front.h"
+#include "wait_line.h"
 
 /* ---- Hold ---- */
 
@@ -25,10 +26,15 @@ struct pool_hold_call {
     struct hf_pool_mirror mirror;
     bool loaded;                /* the mirror was loaded once already */
     char ttl_s[16];
+    uint64_t wait_until;        /* wait_ms: loop time the wait ends (0: none) */
+    struct hf_wait *wait;       /* waiting in line for units (docs/waiting.md) */
+    const char **args;          /* the hold's ARGV, kept for the wait's tries */
 };
 
 static void free_pool_hold_call(void *ctx) {
     struct pool_hold_call *hc = ctx;
+    hf_wait_free(hc->wait);
+    free(hc->args);
     hf_pool_target_clear(&hc->target);
 }
 
@@ -89,9 +95,47 @@ static void on_hold_reply(void *privdata, enum hf_redis_status status, redisRepl
     hold_finish(hc);
 }
 
+/* A wait that ran out: answered as the pool that kept it waiting. */
+static void on_wait_held(void *privdata, long long index, long long free_units) {
+    struct pool_hold_call *hc = privdata;
+    if (free_units >= 0) {
+        hf_pool_answer_code(hc->req, hc->p, HF_SC_HELD_BY_ANOTHER, index, free_units);
+        return;
+    }
+    const char *pool = index >= 1 && (size_t)index <= hc->p->n ? hc->p->names[index - 1] : "?";
+    hf_request_fail(hc->req, HF_CODE(HELD_BY_ANOTHER), NULL, pool,
+                    "pool '%s': other holds waiting in line came first", pool);
+}
+
+/* Waiting in line: the tries go through wait_line.c (the args stay in the
+ * context for them). */
+static int send_wait(struct pool_hold_call *hc) {
+    struct hf_request *req = hc->req;
+    struct hf_pool_target *p = hc->p;
+    size_t nargs = 2 + p->n;
+    if (!hc->args && !(hc->args = calloc(nargs, sizeof *hc->args))) return -1;
+    hc->args[0] = hc->grant.random;
+    hc->args[1] = hc->ttl_s;
+    for (size_t i = 0; i < p->n; i++) hc->args[2 + i] = p->count_s[i];
+    hf_wait_free(hc->wait); /* a wait before the mirror was loaded */
+    hc->wait = NULL;
+    uint64_t now = uv_now(req->d->loop);
+    uint32_t wait_ms = hc->wait_until > now ? (uint32_t)(hc->wait_until - now) : 1;
+    return hf_wait_start_pools(req, p->t.keys->keys, p->t.keys->lens, p->t.keys->count,
+                               p->names, p->n, hc->args, nargs, wait_ms, &hc->grant.conn,
+                               on_hold_reply, on_wait_held, hc, &hc->wait);
+}
+
 static void send_hold(struct pool_hold_call *hc) {
     struct hf_request *req = hc->req;
     struct hf_pool_target *p = hc->p;
+    if (hc->wait_until) {
+        if (send_wait(hc) != 0) {
+            hf_answer_redis_failure(req, p->t.ns, HF_REDIS_NOT_SENT, "hold");
+            hold_finish(hc);
+        }
+        return;
+    }
     size_t nargs = 2 + p->n;
     const char **args = calloc(nargs, sizeof *args);
     size_t *lens = calloc(nargs, sizeof *lens);
@@ -149,6 +193,7 @@ void hf_pool_hold(struct hf_request *req) {
         .done = grant_done,
     };
     if (!hf_grant_prepare(&hc->grant)) return;
+    if (m->wait_ms) hc->wait_until = uv_now(req->d->loop) + m->wait_ms;
     hf_request_op_start(req);
     send_hold(hc);
 }
@@ -245,6 +290,10 @@ static void on_release_reply(void *privdata, enum hf_redis_status status, redisR
         Holdfast__V1__ErrorDetail detail = HOLDFAST__V1__ERROR_DETAIL__INIT;
         char message[320];
         rr.released = (uint32_t)hf_reply_int(r, 1);
+        /* Units came back: whoever waits in line for them tries now. */
+        if (rr.released)
+            hf_wait_wake_pools(req->d, pc->p->t.keys->keys[0], pc->p->t.keys->lens[0],
+                               pc->p->names, pc->p->n);
         resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_RELEASE;
         resp.release = &rr;
         resp.code = HF_CODE(OK);

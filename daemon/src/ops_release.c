@@ -7,22 +7,26 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "numfmt.h"
 #include "ops_common.h"
 #include "ops_pool.h"
 #include "pools.h"
 #include "redis_front.h"
 #include "session.h"
+#include "wait_line.h"
 
 
 #define CONFIRMED_PREFIX "!confirmed:"
 
 /* released == n_ids -> OK; else the code of the first id not released. */
 static void answer(struct hf_request *req, const struct hf_target *t, uint32_t released,
-                   long long first_code, long long first_index) {
+                   long long first_code, long long first_index, bool woken) {
     /* Redis answered: none of these keys is this token's any more, so they
      * leave the connection's session hold, if it is one. */
     hf_session_released(hf_request_session(req, false), req->msg->release->token,
                         t->keys->keys + 1, t->keys->lens + 1, t->keys->count - 1);
+    /* Whoever waits in line for them tries now (docs/waiting.md). */
+    if (released && !woken) hf_wait_wake(req->d, t, false);
     hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__ReleaseResponse rr = HOLDFAST__V1__RELEASE_RESPONSE__INIT;
     Holdfast__V1__ErrorDetail detail = HOLDFAST__V1__ERROR_DETAIL__INIT;
@@ -93,7 +97,7 @@ static void on_release_reply(void *privdata, enum hf_redis_status status, redisR
     } else if (!hf_reply_code(r, &code) || code < HF_SC_GRANTED || code > HF_SC_CONFIRMED) {
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the release script");
     } else {
-        answer(req, t, (uint32_t)hf_reply_int(r, 1), code, hf_reply_int(r, 2));
+        answer(req, t, (uint32_t)hf_reply_int(r, 1), code, hf_reply_int(r, 2), true);
     }
     hf_request_op_done(req);
 }
@@ -106,7 +110,7 @@ static void delex_finish(struct release_call *dc) {
         hf_answer_redis_failure(req, dc->t->ns, dc->failure, "release");
     else
         answer(req, dc->t, dc->released, dc->first_index ? dc->first_code : HF_SC_GRANTED,
-               (long long)dc->first_index);
+               (long long)dc->first_index, false);
     hf_request_op_done(req);
 }
 
@@ -227,13 +231,36 @@ void hf_op_release(struct hf_request *req) {
         release_with_delex(rc, m->token);
         return;
     }
-    const char *args[] = {m->token};
-    size_t lens[] = {strlen(m->token)};
+    /* One call releases and wakes whoever waits in line for what it freed
+     * (docs/waiting.md): the hold keys, the partition's waiters, the lines. */
+    size_t n = t->keys->count - 1;
+    char **extra = NULL;
+    size_t *extra_lens = NULL;
+    const char **keys = malloc((2 * n + 1) * sizeof *keys);
+    size_t *key_lens = malloc((2 * n + 1) * sizeof *key_lens);
+    if (!keys || !key_lens ||
+        !hf_wait_release_keys(t->keys->keys + 1, t->keys->lens + 1, n, &extra, &extra_lens)) {
+        free(keys);
+        free(key_lens);
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
+        return;
+    }
+    memcpy(keys, t->keys->keys + 1, n * sizeof *keys);
+    memcpy(key_lens, t->keys->lens + 1, n * sizeof *key_lens);
+    memcpy(keys + n, extra, (n + 1) * sizeof *keys);
+    memcpy(key_lens + n, extra_lens, (n + 1) * sizeof *key_lens);
+    char n_s[24];
+    size_t n_len = hf_u64_dec(n_s, n);
+    const char *args[] = {m->token, n_s};
+    size_t lens[] = {strlen(m->token), n_len};
     hf_request_op_start(req);
-    if (hf_front_call(req->d->redis, NULL, HF_FN_RELEASE, t->keys->count - 1,
-                        t->keys->keys + 1, t->keys->lens + 1, 1, args, lens,
-                        req->cfg->redis_command_timeout_ms,
-                        on_release_reply, rc) != 0) {
+    int rc_send = hf_front_call(req->d->redis, NULL, HF_FN_RELEASE_WAKE, 2 * n + 1, keys,
+                                key_lens, 2, args, lens, req->cfg->redis_command_timeout_ms,
+                                on_release_reply, rc);
+    hf_wait_keys_free(extra, extra_lens, n + 1);
+    free(keys);
+    free(key_lens);
+    if (rc_send != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "release");
         hf_request_op_done(req);
     }

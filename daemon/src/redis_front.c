@@ -37,6 +37,11 @@ static const struct {
     [HF_FN_POOL_MARK_SOLD] = {"pool_mark_sold", "hf" HF_LIBRARY_VERSION "_pool_mark_sold"},
     [HF_FN_SESSION_RENEW] = {"session_renew", "hf" HF_LIBRARY_VERSION "_session_renew"},
     [HF_FN_SESSION_RELEASE] = {"session_release", "hf" HF_LIBRARY_VERSION "_session_release"},
+    [HF_FN_HOLD_WAIT] = {"hold_wait", "hf" HF_LIBRARY_VERSION "_hold_wait"},
+    [HF_FN_WAIT_LEAVE] = {"wait_leave", "hf" HF_LIBRARY_VERSION "_wait_leave"},
+    [HF_FN_WAIT_WAKE] = {"wait_wake", "hf" HF_LIBRARY_VERSION "_wait_wake"},
+    [HF_FN_POOL_HOLD_WAIT] = {"pool_hold_wait", "hf" HF_LIBRARY_VERSION "_pool_hold_wait"},
+    [HF_FN_RELEASE_WAKE] = {"release_wake", "hf" HF_LIBRARY_VERSION "_release_wake"},
 };
 
 struct hf_redis_front {

@@ -35,6 +35,11 @@ enum hf_script_fn {
     HF_FN_POOL_MARK_SOLD,
     HF_FN_SESSION_RENEW,   /* session holds: many holds' renewal in one call */
     HF_FN_SESSION_RELEASE, /* session holds: their connection closed */
+    HF_FN_HOLD_WAIT,       /* waiting in line (docs/waiting.md): hold, or queue */
+    HF_FN_WAIT_LEAVE,      /* a waiter leaves its lines */
+    HF_FN_WAIT_WAKE,       /* resources freed or sold: wake their waiters */
+    HF_FN_POOL_HOLD_WAIT,  /* waiting in line for units */
+    HF_FN_RELEASE_WAKE,    /* Release, and wake the lines of what it freed */
     HF_FN__COUNT
 };
 

@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,13 @@ static void client_remove(struct hf_client *c, struct hf_request *req) {
 
 void hf_client_gone(struct hf_client *c) {
     if (!c) return;
-    while (c->requests) client_remove(c, c->requests);
+    while (c->requests) {
+        struct hf_request *req = c->requests;
+        client_remove(c, req);
+        void (*cb)(void *) = req->gone_cb;
+        req->gone_cb = NULL;
+        if (cb) cb(req->gone_arg);
+    }
     hf_session_close(c->session); /* releases the session holds */
     free(c);
 }
@@ -96,15 +103,54 @@ static const struct hf_op_def *op_of(const struct hf_op_table *t, int method) {
     return &t->ops[t->n - 1]; /* unknown */
 }
 
+/* Freed requests wait here for the next frame (at most CACHE_MAX of them):
+ * no malloc, no free, no zeroing of the arena per request. */
+enum { CACHE_MAX = 256 };
+static struct hf_request *free_requests;
+static unsigned n_free_requests;
+
+static struct hf_request *request_alloc(void) {
+    struct hf_request *req = free_requests;
+    if (req) {
+        free_requests = req->free_next;
+        n_free_requests--;
+    } else if (!(req = malloc(sizeof *req))) {
+        return NULL;
+    }
+    /* Zeroed up to the buffers, which are set up as they are used. */
+    memset(req, 0, offsetof(struct hf_request, arena_buf));
+    req->arena = (struct hf_arena){.buf = req->arena_buf, .cap = sizeof req->arena_buf};
+    return req;
+}
+
+static void request_free(struct hf_request *req) {
+    if (n_free_requests >= CACHE_MAX) {
+        free(req);
+        return;
+    }
+    req->free_next = free_requests;
+    free_requests = req;
+    n_free_requests++;
+}
+
+void hf_request_cache_drain(void) {
+    while (free_requests) {
+        struct hf_request *req = free_requests;
+        free_requests = req->free_next;
+        free(req);
+    }
+    n_free_requests = 0;
+}
+
 static void on_handle_closed(uv_handle_t *h) {
     struct hf_request *req = h->data;
     if (--req->open_handles > 0) return;
     struct hf_daemon *d = req->d;
     if (req->ctx_free) req->ctx_free(req->ctx);
     free(req->ctx);
-    hf_request_msg_free(req->msg);
+    hf_request_msg_free_in(&req->arena, req->msg);
     hf_config_unref(req->cfg);
-    free(req);
+    request_free(req);
     d->in_flight--;
     hf_metrics_gauge_set(HF_G_IN_FLIGHT, d->in_flight);
     if (d->in_flight == 0 && d->draining && d->on_idle) d->on_idle(d);
@@ -121,14 +167,9 @@ static void unref(struct hf_request *req) {
 
 /* bad_string: the name of a string field that holds a NUL or invalid UTF-8,
  * or NULL. */
-static void dispatch(struct hf_client *c, hf_request_msg *msg, const char *bad_string) {
+static void dispatch(struct hf_client *c, struct hf_request *req, hf_request_msg *msg,
+                     const char *bad_string) {
     struct hf_daemon *d = c->d;
-    struct hf_request *req = calloc(1, sizeof *req);
-    if (!req) {
-        hf_request_msg_free(msg);
-        c->io->fatal(c->io_ctx, HF_CODE(RESOURCE_EXHAUSTED), "out of memory");
-        return;
-    }
     req->d = d;
     req->msg = msg;
     req->cfg = hf_config_ref(d->cfg);
@@ -189,15 +230,21 @@ static void dispatch(struct hf_client *c, hf_request_msg *msg, const char *bad_s
 }
 
 void hf_client_frame(struct hf_client *c, const uint8_t *payload, size_t len) {
-    hf_request_msg *msg = hf_frame_unpack_request(payload, len);
+    struct hf_request *req = request_alloc();
+    if (!req) {
+        c->io->fatal(c->io_ctx, HF_CODE(RESOURCE_EXHAUSTED), "out of memory");
+        return;
+    }
+    hf_request_msg *msg = hf_frame_unpack_request_in(&req->arena, payload, len);
     if (!msg) {
+        request_free(req);
         hf_metrics_inc(HF_C_FRAMES_REJECTED);
         log_warn("client connection: undecodable request frame (%zu bytes); closing", len);
         c->io->fatal(c->io_ctx, HF_CODE(INVALID_ARGUMENT), "frame is not a holdfast.v1.Request");
         return;
     }
     char bad[64];
-    dispatch(c, msg, hf_frame_strings_ok(payload, len, bad, sizeof bad) ? NULL : bad);
+    dispatch(c, req, msg, hf_frame_strings_ok(payload, len, bad, sizeof bad) ? NULL : bad);
 }
 
 uint32_t hf_request_remaining_ms(const struct hf_request *req) {
@@ -259,6 +306,11 @@ void hf_request_timer_stop(struct hf_request *req) {
 }
 
 bool hf_request_client_gone(const struct hf_request *req) { return !req->client; }
+
+void hf_request_on_client_gone(struct hf_request *req, void (*cb)(void *arg), void *arg) {
+    req->gone_cb = cb;
+    req->gone_arg = arg;
+}
 
 struct hf_session *hf_request_session(struct hf_request *req, bool create) {
     struct hf_client *c = req->client;

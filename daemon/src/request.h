@@ -33,6 +33,10 @@ struct hf_client_io {
     void (*fatal)(void *io_ctx, hf_code code, const char *message);
 };
 
+/* Sized for a typical Hold's message (envelope, namespace, partition, a few
+ * ids, correlation id); a request can be in flight by the thousand. */
+#define HF_REQUEST_ARENA 512
+
 struct hf_request {
     struct hf_daemon *d;
     struct hf_client *client;           /* NULL once the client has gone */
@@ -67,10 +71,17 @@ struct hf_request {
     int open_handles;
     void *ctx;
     void (*ctx_free)(void *ctx);
+    void (*gone_cb)(void *arg);         /* hf_request_on_client_gone */
+    void *gone_arg;
     void (*op_timer_cb)(void *arg);
     void *op_timer_arg;
     uv_timer_t deadline;
     uv_timer_t op_timer;
+    struct hf_request *free_next;       /* in request.c's cache of free requests */
+    /* The decoded message lives here when it fits: no malloc per field
+     * (and requests are recycled: none per request either). */
+    struct hf_arena arena;
+    _Alignas(16) unsigned char arena_buf[HF_REQUEST_ARENA];
 };
 
 /* ---- clients (one per connection) ---- */
@@ -84,6 +95,8 @@ void hf_client_frame(struct hf_client *c, const uint8_t *payload, size_t len);
 /* The connection went away: requests in flight keep running and their
  * answers are dropped. Frees the client. */
 void hf_client_gone(struct hf_client *c);
+/* Frees the cache of recycled requests (at exit, after the loop). */
+void hf_request_cache_drain(void);
 /* Requests of this client still alive: not answered yet, or answered while
  * their backend calls go on. */
 unsigned hf_client_in_flight(const struct hf_client *c);
@@ -120,6 +133,9 @@ void hf_request_timer_stop(struct hf_request *req);
 
 /* The client disconnected: nobody will ever read this request's answer. */
 bool hf_request_client_gone(const struct hf_request *req);
+/* cb(arg) runs once, at once, if the client disconnects while the request
+ * is in its list (a waiting op leaves its line then, not at its timer). */
+void hf_request_on_client_gone(struct hf_request *req, void (*cb)(void *arg), void *arg);
 
 /* ---- session holds (session.h, docs/sessions.md) ---- */
 

@@ -360,8 +360,13 @@ static void renewal_reply(struct batch *b, enum hf_redis_status status, redisRep
 static void release_reply(struct batch *b, enum hf_redis_status status, redisReply *r) {
     if (status == HF_REDIS_OK && r->type == REDIS_REPLY_ARRAY && r->elements == b->n) {
         for (size_t i = 0; i < b->n; i++)
-            if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer > 0)
+            if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer > 0) {
                 hf_metrics_inc(HF_C_SESSION_RELEASES);
+                struct entry *e = b->e[i];
+                struct hf_daemon *d = b->s->d;
+                if (d->wake_released)
+                    d->wake_released(d, (const char *const *)e->keys, e->lens, e->n);
+            }
         return;
     }
     log_warn("session: releasing %zu hold%s of a closed connection failed (%s); they expire "

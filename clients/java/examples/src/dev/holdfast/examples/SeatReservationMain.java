@@ -1,17 +1,19 @@
 package dev.holdfast.examples;
 
-import dev.holdfast.client.Hold;
 import dev.holdfast.client.HoldfastClient;
-import dev.holdfast.client.HoldfastException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 
 /**
- * Seat reservation against a running holdfastd: a rival shopper grabs E8 for a moment, our customer
- * books E7-E9 all or nothing (retrying while E8 is taken), pays for four seconds while the hold is
- * extended, and confirms with an idempotency key.
+ * Seat reservation against a running holdfastd: our customer books E7-E9 all or nothing with a
+ * session hold (waiting in line if another shopper holds one of them), pays for six seconds, longer
+ * than the hold's session TTL, while the daemon keeps the hold, and confirms with an idempotency
+ * key. Meanwhile a second shopper, on a connection of its own, queues for E8 for two seconds and
+ * is turned away: the seat stays ours.
  *
  * <pre>
  * mvn -q test-compile exec:java -Dexec.classpathScope=test \
@@ -40,20 +42,33 @@ public final class SeatReservationMain {
             ? args[1]
             : "run-2026-12-01-KTX101-" + UUID.randomUUID().toString().substring(0, 6);
 
-    try (HoldfastClient client = HoldfastClient.connect(socket)) {
-      try {
-        Hold rival = client.hold("seat", run, List.of("E8"), Duration.ofMillis(1500));
-        System.out.println("rival shopper holds E8: " + rival); // no token in toString
-      } catch (HoldfastException e) {
-        System.out.println("rival could not hold E8: " + e.getMessage());
-      }
-
+    try (HoldfastClient client = HoldfastClient.connect(socket);
+        HoldfastClient otherShopper = HoldfastClient.connect(socket)) {
+      CompletableFuture<?>[] rival = {CompletableFuture.completedFuture(null)};
       SeatReservationService.Payments payments =
           new SeatReservationService.Payments() {
             @Override
             public void charge(String orderId) throws InterruptedException {
-              System.out.println("charging " + orderId + " (4 s)...");
-              Thread.sleep(4000);
+              // While we pay, another shopper waits in line for E8, up to 2 s.
+              rival[0] =
+                  otherShopper
+                      .hold("seat", run, List.of("E8"))
+                      .session()
+                      .waitFor(Duration.ofSeconds(2))
+                      .acquireAsync()
+                      .handle(
+                          (h, e) -> {
+                            if (h != null) { // cannot happen while our hold is kept
+                              System.out.println("other shopper got E8: " + h);
+                              h.close();
+                            } else {
+                              Throwable why = e instanceof CompletionException ? e.getCause() : e;
+                              System.out.println("other shopper turned away: " + why.getMessage());
+                            }
+                            return null;
+                          });
+              System.out.println("charging " + orderId + " (6 s, longer than the session TTL)...");
+              Thread.sleep(6000);
             }
 
             @Override
@@ -64,30 +79,22 @@ public final class SeatReservationMain {
       SeatReservationService service = new SeatReservationService(client, payments);
 
       String orderId = "order-" + UUID.randomUUID();
-      for (int attempt = 1; attempt <= 5; attempt++) {
-        SeatReservationService.Booking b =
-            service.book(run, List.of("E7", "E8", "E9"), orderId, "customer-42");
-        if (b instanceof SeatReservationService.Booking.SeatTaken taken) {
-          System.out.println("seat " + taken.seat() + " is held by another shopper; retrying");
-          Thread.sleep(500L * attempt);
-          continue;
+      SeatReservationService.Booking b =
+          service.book(run, List.of("E7", "E8", "E9"), orderId, "customer-42");
+      rival[0].join();
+      if (b instanceof SeatReservationService.Booking.Confirmed c) {
+        System.out.println(
+            "sold "
+                + c.confirmation().claims().size()
+                + " seats, fence "
+                + Long.toUnsignedString(c.confirmation().fence())
+                + (c.confirmation().replayed() ? " (replayed)" : ""));
+        for (var claim : c.confirmation().claims()) {
+          System.out.println("  " + claim.resourceId() + " at " + claim.confirmedAt());
         }
-        if (b instanceof SeatReservationService.Booking.Confirmed c) {
-          System.out.println(
-              "sold "
-                  + c.confirmation().claims().size()
-                  + " seats, fence "
-                  + Long.toUnsignedString(c.confirmation().fence())
-                  + (c.confirmation().replayed() ? " (replayed)" : ""));
-          for (var claim : c.confirmation().claims()) {
-            System.out.println("  " + claim.resourceId() + " at " + claim.confirmedAt());
-          }
-          return true;
-        }
-        System.out.println("not booked: " + b);
-        return false;
+        return true;
       }
-      System.out.println("gave up: the seats stayed taken");
+      System.out.println("not booked: " + b);
       return false;
     }
   }

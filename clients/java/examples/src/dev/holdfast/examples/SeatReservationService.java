@@ -8,10 +8,6 @@ import dev.holdfast.client.HoldfastClient;
 import dev.holdfast.client.HoldfastException;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 
 /**
  * How a Spring application would wrap the client. In a real app this class carries
@@ -32,7 +28,8 @@ import java.util.concurrent.TimeUnit;
 // @Service
 public class SeatReservationService {
   static final String NAMESPACE = "seat";
-  static final Duration HOLD_TTL = Duration.ofSeconds(3);
+  /** How long a booking waits in line for a seat another shopper holds right now. */
+  static final Duration WAIT_IN_LINE = Duration.ofSeconds(5);
 
   /** The payment step; charges are keyed by order id so a retry never charges twice. */
   public interface Payments {
@@ -45,25 +42,21 @@ public class SeatReservationService {
   public sealed interface Booking {
     record Confirmed(Confirmation confirmation) implements Booking {}
 
-    /** Another shopper holds a seat right now; try again shortly or pick others. */
+    /** Another shopper still held a seat after our wait in line; pick others or come back. */
     record SeatTaken(String seat) implements Booking {}
 
     /** A seat is sold. */
     record SoldOut(String seat) implements Booking {}
 
-    /** The hold expired (payment took too long); nothing was sold or charged. */
+    /**
+     * The hold was lost before the sale (the daemon could not keep it, docs/sessions.md); nothing
+     * was sold and the charge was refunded.
+     */
     record Expired() implements Booking {}
   }
 
   private final HoldfastClient holdfast;
   private final Payments payments;
-  private final ScheduledExecutorService keepAlive =
-      Executors.newSingleThreadScheduledExecutor(
-          r -> {
-            Thread t = new Thread(r, "hold-keepalive");
-            t.setDaemon(true);
-            return t;
-          });
 
   // @Autowired (constructor injection)
   public SeatReservationService(HoldfastClient holdfast, Payments payments) {
@@ -72,24 +65,23 @@ public class SeatReservationService {
   }
 
   /**
-   * Holds all seats or none, keeps the hold alive while the customer pays, then confirms with the
-   * order id as idempotency key. The hold is released on every path that does not confirm.
+   * Holds all seats or none, waiting in line up to {@link #WAIT_IN_LINE} when another shopper holds
+   * one, while the customer pays, then confirms with the order id as idempotency key. The hold is a
+   * session hold: the daemon keeps it for as long as the payment takes (no TTL to extend) and
+   * releases it at once if this process dies. It is released on every path that does not confirm.
    */
   public Booking book(String run, List<String> seats, String orderId, String customerId)
       throws Exception {
     CallOptions trace = CallOptions.defaults().withCorrelationId(orderId);
-    try (Hold hold = holdfast.hold(NAMESPACE, run, seats, HOLD_TTL, trace)) {
-      ScheduledFuture<?> extender =
-          keepAlive.scheduleAtFixedRate(
-              () -> hold.extendAsync(HOLD_TTL, trace), // a failure shows up at confirm as HoldLost
-              HOLD_TTL.toMillis() / 3,
-              HOLD_TTL.toMillis() / 3,
-              TimeUnit.MILLISECONDS);
-      try {
-        payments.charge(orderId);
-      } finally {
-        extender.cancel(false);
-      }
+    try (Hold hold =
+        holdfast
+            .hold(NAMESPACE, run, seats)
+            .session()
+            .waitFor(WAIT_IN_LINE)
+            .options(trace)
+            .onLost(h -> System.out.println("hold lost: " + h.lost().orElseThrow().getMessage()))
+            .acquire()) {
+      payments.charge(orderId); // as long as it takes; a lost hold shows at confirm as HoldLost
       try {
         return new Booking.Confirmed(confirm(hold, orderId, customerId, trace));
       } catch (HoldfastException e) {

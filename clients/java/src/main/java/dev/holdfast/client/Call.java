@@ -19,6 +19,8 @@ final class Call {
   final long deadlineNanos;
   final CompletableFuture<Response> future = new CompletableFuture<>();
   private final Executor callbacks;
+  /** The connection that carried the answer (set before the future completes). */
+  volatile Connection answeredOn;
 
   Call(String op, String correlationId, Request.Builder request, long deadlineNanos, Executor cb) {
     this.op = op;
@@ -49,7 +51,8 @@ final class Call {
     }
   }
 
-  void respond(Response r) {
+  void respond(Response r, Connection on) {
+    answeredOn = on;
     if (r.getCode() == Code.CODE_OK) {
       deliver(() -> future.complete(r));
     } else {

@@ -22,6 +22,8 @@ final class Connection {
   private final ConcurrentHashMap<Long, Call.Pending> pending = new ConcurrentHashMap<>();
   private final Object writeLock = new Object();
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
+  /** The session holds taken on this connection (docs/sessions.md). */
+  final SessionHolds sessions = new SessionHolds();
 
   private Connection(SocketChannel channel, int maxRead) {
     this.channel = channel;
@@ -112,6 +114,8 @@ final class Connection {
         p.finish().connectionLost(cause);
       }
     }
+    // The daemon releases a connection's session holds when it closes: they are all lost.
+    sessions.connectionEnded(cause);
   }
 
   private void readLoop() {
@@ -123,9 +127,14 @@ final class Connection {
         ByteBuffer body = ByteBuffer.allocate(Framing.bodyLength(header, maxRead));
         readFully(body);
         Response r = Response.parseFrom(body.array());
+        if (r.getId() == 0 && r.getResultCase() == Response.ResultCase.SESSION_EVENT) {
+          // Unsolicited: session holds of this connection were lost. Not the end of it.
+          sessions.onEvent(r.getSessionEvent());
+          continue;
+        }
         if (r.getId() == 0) {
-          // The daemon could not tie its answer to a request (it could not decode our
-          // frame); it closes the connection after this.
+          // Any other id-0 frame: the daemon could not tie its answer to a request (it could
+          // not decode our frame); it closes the connection after this.
           fail(
               HoldfastException.of(
                   r.getCode() == Code.CODE_UNSPECIFIED ? Code.CODE_INTERNAL : r.getCode(),
@@ -137,7 +146,7 @@ final class Connection {
         }
         Call.Pending p = pending.remove(r.getId());
         if (p != null) {
-          p.finish().respond(r);
+          p.finish().respond(r, this);
         }
         // else: the caller's deadline passed; drop the late answer.
       }

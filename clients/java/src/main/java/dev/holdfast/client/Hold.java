@@ -5,6 +5,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
  * A granted hold on one or more resources of one partition.
@@ -21,8 +23,23 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *   hold.confirm(ConfirmOptions.of(orderId, customerId));
  * } // released here if the charge failed
  * }</pre>
+ *
+ * <p>A <b>session hold</b> ({@link HoldfastClient#hold(String, String, List)} with {@link
+ * HoldBuilder#session()}, docs/sessions.md) is bound to the client's connection: the daemon renews
+ * it while the connection is open and releases it at once when the connection closes, so there is
+ * no TTL to keep up with. When the daemon cannot keep it, or the connection ends, {@link #lost()}
+ * says why and the builder's {@link HoldBuilder#onLost onLost} listener runs once.
+ *
+ * <pre>{@code
+ * try (Hold hold = client.hold("seat", run, List.of("E7")).session().acquire()) {
+ *   charge(customer);                                  // as long as it takes
+ *   hold.confirm(ConfirmOptions.of(orderId, customerId));
+ * }
+ * }</pre>
  */
 public final class Hold implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger("dev.holdfast.client");
+
   private final HoldfastClient client;
   private final String namespace;
   private final String partition;
@@ -33,6 +50,9 @@ public final class Hold implements AutoCloseable {
   private final Duration ttl;
   private final boolean degraded;
   private final AtomicBoolean finished = new AtomicBoolean();
+  private volatile SessionHolds sessions; // the connection's, for a session hold; else null
+  private volatile Consumer<Hold> onLost;
+  private final AtomicReference<HoldfastException> lost = new AtomicReference<>();
 
   Hold(
       HoldfastClient client,
@@ -91,6 +111,63 @@ public final class Hold implements AutoCloseable {
    */
   public boolean degraded() {
     return degraded;
+  }
+
+  /** True for a session hold: bound to the connection that took it (docs/sessions.md). */
+  public boolean session() {
+    return sessions != null;
+  }
+
+  /**
+   * Why a session hold is no longer held, once the daemon reported it lost or its connection
+   * ended; empty while it is held (and always for a plain hold, whose loss shows at the next
+   * call). The exception is the one for the reason's code: {@link HoldfastException.NotHeld}
+   * (expired or deleted, e.g. released with its token elsewhere), {@link
+   * HoldfastException.HeldByAnother} or {@link HoldfastException.Confirmed} naming the resource
+   * ({@code getResourceId()}), or {@link HoldfastException.Unavailable} when the connection ended
+   * (the daemon released the hold, or it expires with its session TTL). A lost hold is gone: take a
+   * new one.
+   */
+  public Optional<HoldfastException> lost() {
+    return Optional.ofNullable(lost.get());
+  }
+
+  /** Joins the connection's session holds; the listener runs once if the hold is lost. */
+  void bindSession(SessionHolds holds, Consumer<Hold> listener) {
+    this.onLost = listener;
+    this.sessions = holds;
+    holds.register(this);
+  }
+
+  /**
+   * The daemon reported this session hold lost, or its connection ended: record why (once) and run
+   * the listener on the client's callback executor. A hold already released or confirmed through
+   * this object needs no news.
+   */
+  void sessionLost(HoldfastException why) {
+    if (finished.get() || !lost.compareAndSet(null, why)) {
+      return;
+    }
+    Consumer<Hold> listener = onLost;
+    if (listener == null) {
+      return;
+    }
+    client.runCallback(
+        () -> {
+          try {
+            listener.accept(this);
+          } catch (RuntimeException e) {
+            LOG.log(
+                System.Logger.Level.WARNING, "holdfast: onLost listener of " + this + " failed", e);
+          }
+        });
+  }
+
+  private void leaveSession() {
+    SessionHolds s = sessions;
+    if (s != null) {
+      s.forget(this);
+    }
   }
 
   /**
@@ -162,11 +239,13 @@ public final class Hold implements AutoCloseable {
         | HoldfastException.Confirmed
         | HoldfastException.ClientClosed e) {
       finished.set(true);
+      leaveSession();
     }
   }
 
   private <T> T markFinished(T value) {
     finished.set(true);
+    leaveSession();
     return value;
   }
 
@@ -184,6 +263,8 @@ public final class Hold implements AutoCloseable {
         + " ttl="
         + ttl
         + (degraded ? " degraded" : "")
+        + (sessions != null ? " session" : "")
+        + (lost.get() != null ? " lost=" + lost.get().getCodeName() : "")
         + "}";
   }
 }

@@ -5,6 +5,7 @@ import dev.holdfast.v1.CancelRequest;
 import dev.holdfast.v1.Code;
 import dev.holdfast.v1.ConfirmRequest;
 import dev.holdfast.v1.ExtendRequest;
+import dev.holdfast.v1.GetCapacityRequest;
 import dev.holdfast.v1.HealthRequest;
 import dev.holdfast.v1.HealthResponse;
 import dev.holdfast.v1.HoldRequest;
@@ -12,6 +13,7 @@ import dev.holdfast.v1.MetricsRequest;
 import dev.holdfast.v1.ReleaseRequest;
 import dev.holdfast.v1.Request;
 import dev.holdfast.v1.Response;
+import dev.holdfast.v1.SetCapacityRequest;
 import dev.holdfast.v1.StatusRequest;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -34,6 +36,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Consumer;
 
 /**
  * Client for holdfastd over its Unix socket.
@@ -59,8 +62,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * }
  * }</pre>
  *
- * <p>The client is thread-safe; share one per process. Closing it does not release holds: they
- * expire with their TTL.
+ * <p>The client is thread-safe; share one per process. Closing it does not release plain holds:
+ * they expire with their TTL. Session holds ({@link HoldBuilder#session()}) live as long as the
+ * connection: closing the client (or losing the connection) ends them, and the daemon releases
+ * them at once.
  */
 public final class HoldfastClient implements AutoCloseable {
   /** Where the packaged daemon listens (the client contract, shared by every holdfast client). */
@@ -68,6 +73,13 @@ public final class HoldfastClient implements AutoCloseable {
 
   /** The environment variable that names the daemon's socket. */
   public static final String SOCKET_ENV = "HOLDFAST_SOCKET";
+
+  /**
+   * What a call that {@linkplain HoldBuilder#waitFor waits in line} gets beyond its wait: its
+   * deadline is at least the wait plus this, so the daemon can wait the whole time and still
+   * answer.
+   */
+  public static final Duration WAIT_MARGIN = Duration.ofSeconds(1);
 
   /** Default deadline for calls without one. */
   public static final Duration DEFAULT_TIMEOUT = Duration.ofSeconds(5);
@@ -249,34 +261,106 @@ public final class HoldfastClient implements AutoCloseable {
       Segment segment,
       Duration ttl,
       CallOptions opts) {
-    List<String> idList = List.copyOf(ids);
+    return new HoldBuilder(this, namespace, partition, ids)
+        .segment(segment)
+        .ttl(ttl)
+        .options(opts)
+        .acquireAsync();
+  }
+
+  /**
+   * A hold to take on {@code ids} of one partition, all or nothing, with options: a {@linkplain
+   * HoldBuilder#session() session hold} the daemon keeps while this client's connection lives,
+   * {@linkplain HoldBuilder#waitFor waiting in line}, a TTL, a segment, call options.
+   *
+   * <pre>{@code
+   * try (Hold hold = client.hold("seat", run, List.of("E7"))
+   *          .session()
+   *          .waitFor(Duration.ofSeconds(5))
+   *          .acquire()) {
+   *   hold.confirm(ConfirmOptions.of(orderId, customerId));
+   * }
+   * }</pre>
+   */
+  public HoldBuilder hold(String namespace, String partition, List<String> ids) {
+    return new HoldBuilder(this, namespace, partition, ids);
+  }
+
+  CompletableFuture<Hold> acquireAsync(HoldBuilder b) {
+    if (b.session && ttlMs(b.ttl) != 0) {
+      return CompletableFuture.failedFuture(
+          HoldfastException.of(
+              Code.CODE_INVALID_ARGUMENT,
+              "hold",
+              "a session hold takes no TTL: it lives as long as its connection (the namespace's"
+                  + " session_ttl_ms, renewed by the daemon)",
+              "ttl_ms",
+              "",
+              b.options != null && b.options.correlationId() != null
+                  ? b.options.correlationId()
+                  : "",
+              false,
+              null));
+    }
+    List<String> idList = b.ids;
+    Segment segment = b.segment;
     HoldRequest.Builder hold =
         HoldRequest.newBuilder()
-            .setNamespace(namespace)
-            .setPartition(partition)
+            .setNamespace(b.namespace)
+            .setPartition(b.partition)
             .addAllIds(idList)
-            .setTtlMs(ttlMs(ttl));
+            .setTtlMs(ttlMs(b.ttl))
+            .setSession(b.session)
+            .setWaitMs(ttlMs(b.wait));
     if (segment != null) {
       hold.setSegment(segment.toProto());
     }
+    CallOptions opts = b.options;
+    if (!b.wait.isZero()) {
+      opts = atLeast(opts, b.wait.plus(WAIT_MARGIN));
+    }
+    boolean session = b.session;
+    Consumer<Hold> onLost = b.onLost;
     Request.Builder req = Request.newBuilder().setHold(hold);
-    return call("hold", req, opts)
-        .thenApply(
-            r -> {
-              if (!r.hasHold()) {
-                throw HoldfastException.malformed("hold", r);
-              }
-              return new Hold(
+    Call call = start("hold", req, opts);
+    return call.future.thenApply(
+        r -> {
+          if (!r.hasHold()) {
+            throw HoldfastException.malformed("hold", r);
+          }
+          Hold h =
+              new Hold(
                   this,
-                  namespace,
-                  partition,
+                  b.namespace,
+                  b.partition,
                   idList,
                   segment,
                   r.getHold().getToken(),
                   r.getHold().getFence(),
                   Duration.ofMillis(Integer.toUnsignedLong(r.getHold().getTtlMs())),
                   r.getDegraded());
-            });
+          Connection on = call.answeredOn;
+          if (session && !r.getDegraded() && on != null) {
+            h.bindSession(on.sessions, onLost); // a degraded answer holds nothing to lose
+          }
+          return h;
+        });
+  }
+
+  /** {@code opts} with a deadline of at least {@code min}. */
+  private CallOptions atLeast(CallOptions opts, Duration min) {
+    CallOptions o = opts == null ? CallOptions.defaults() : opts;
+    Duration t = o.timeout() != null ? o.timeout() : defaultTimeout;
+    return t.compareTo(min) >= 0 ? o : o.withTimeout(min);
+  }
+
+  /** Runs a listener where futures complete: never on the reader thread. */
+  void runCallback(Runnable r) {
+    try {
+      callbacks.execute(r);
+    } catch (RejectedExecutionException e) {
+      r.run();
+    }
   }
 
   public Hold hold(String namespace, String partition, List<String> ids, Duration ttl) {
@@ -599,6 +683,330 @@ public final class HoldfastClient implements AutoCloseable {
             });
   }
 
+  // ---- pools (docs/pools.md) ---------------------------------------------------------------
+
+  /**
+   * Takes {@code count} units of each pool of one partition, all or nothing, in a namespace of kind
+   * {@code pools} (docs/pools.md). A {@code null} or zero {@code ttl} means the namespace's
+   * default.
+   *
+   * <p>Fails with {@link HoldfastException.HeldByAnother} when a pool has fewer units free than
+   * asked (the rest is held: try again later, holds expire) and {@link
+   * HoldfastException.Confirmed} when it has fewer left unsold (sold out); {@code getResourceId()}
+   * names the pool. Nothing is taken then, in any pool.
+   */
+  public CompletableFuture<UnitsHold> holdUnitsAsync(
+      String namespace, String partition, List<Units> units, Duration ttl, CallOptions opts) {
+    List<Units> unitList = List.copyOf(units);
+    Request.Builder req =
+        Request.newBuilder()
+            .setHold(
+                HoldRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllUnits(Units.toProto(unitList))
+                    .setTtlMs(ttlMs(ttl)));
+    return call("hold", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasHold()) {
+                throw HoldfastException.malformed("hold", r);
+              }
+              return new UnitsHold(
+                  this,
+                  namespace,
+                  partition,
+                  unitList,
+                  r.getHold().getToken(),
+                  r.getHold().getFence(),
+                  Duration.ofMillis(Integer.toUnsignedLong(r.getHold().getTtlMs())),
+                  r.getDegraded());
+            });
+  }
+
+  public UnitsHold holdUnits(String namespace, String partition, List<Units> units, Duration ttl) {
+    return await(holdUnitsAsync(namespace, partition, units, ttl, null));
+  }
+
+  public UnitsHold holdUnits(
+      String namespace, String partition, List<Units> units, Duration ttl, CallOptions opts) {
+    return await(holdUnitsAsync(namespace, partition, units, ttl, opts));
+  }
+
+  /**
+   * Rebuilds a units hold from its token, for a process that resumes a hold taken elsewhere.
+   * Nothing is sent; the fence and TTL are unknown (zero).
+   */
+  public UnitsHold resumeUnits(
+      String namespace, String partition, List<Units> units, String token) {
+    return new UnitsHold(this, namespace, partition, units, token, 0, Duration.ZERO, false);
+  }
+
+  CompletableFuture<Duration> extendUnitsAsync(UnitsHold hold, Duration ttl, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setExtend(
+                ExtendRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllPools(hold.pools())
+                    .setToken(hold.token())
+                    .setTtlMs(ttlMs(ttl)));
+    return call("extend", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasExtend()) {
+                throw HoldfastException.malformed("extend", r);
+              }
+              return Duration.ofMillis(Integer.toUnsignedLong(r.getExtend().getTtlMs()));
+            });
+  }
+
+  CompletableFuture<Integer> releaseUnitsAsync(UnitsHold hold, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setRelease(
+                ReleaseRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllPools(hold.pools())
+                    .setToken(hold.token()));
+    return call("release", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasRelease()) {
+                throw HoldfastException.malformed("release", r);
+              }
+              return r.getRelease().getReleased();
+            });
+  }
+
+  CompletableFuture<UnitsConfirmation> confirmUnitsAsync(
+      UnitsHold hold, ConfirmOptions confirm, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setConfirm(
+                ConfirmRequest.newBuilder()
+                    .setNamespace(hold.namespace())
+                    .setPartition(hold.partition())
+                    .addAllUnits(Units.toProto(hold.units()))
+                    .setToken(hold.token())
+                    .setIdempotencyKey(confirm.idempotencyKey())
+                    .setReference(confirm.reference())
+                    .setPayload(ByteString.copyFrom(confirm.payload())));
+    return call("confirm", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasConfirm()) {
+                throw HoldfastException.malformed("confirm", r);
+              }
+              var c = r.getConfirm();
+              return new UnitsConfirmation(
+                  c.getFence(),
+                  Units.fromProto(c.getUnitsList()),
+                  Instant.ofEpochMilli(c.getConfirmedAtUnixMs()),
+                  c.getReplayed());
+            });
+  }
+
+  /**
+   * Gives back {@code count} units of each pool out of those sold under {@code reference} (the
+   * order it refunds), all pools or none. Fails with {@code NOT_FOUND} naming the pool when fewer
+   * are sold under it; nothing is cancelled then. Retry an unknown outcome with the same key.
+   */
+  public CompletableFuture<UnitsCancelResult> cancelUnitsAsync(
+      String namespace,
+      String partition,
+      List<Units> units,
+      String idempotencyKey,
+      String reference,
+      CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setCancel(
+                CancelRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllUnits(Units.toProto(units))
+                    .setIdempotencyKey(idempotencyKey)
+                    .setReference(reference == null ? "" : reference));
+    return call("cancel", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasCancel()) {
+                throw HoldfastException.malformed("cancel", r);
+              }
+              var c = r.getCancel();
+              return new UnitsCancelResult(
+                  c.getCancelled(), c.getReplayed(), Units.fromProto(c.getUnitsList()));
+            });
+  }
+
+  public UnitsCancelResult cancelUnits(
+      String namespace,
+      String partition,
+      List<Units> units,
+      String idempotencyKey,
+      String reference) {
+    return await(cancelUnitsAsync(namespace, partition, units, idempotencyKey, reference, null));
+  }
+
+  public UnitsCancelResult cancelUnits(
+      String namespace,
+      String partition,
+      List<Units> units,
+      String idempotencyKey,
+      String reference,
+      CallOptions opts) {
+    return await(cancelUnitsAsync(namespace, partition, units, idempotencyKey, reference, opts));
+  }
+
+  /**
+   * Capacity, sold, held and free units of each pool, from the Redis mirror. Diagnostic only: the
+   * answer may be stale on arrival and grants nothing ({@link #getCapacity} reads PostgreSQL).
+   */
+  public CompletableFuture<List<PoolStatus>> poolStatusAsync(
+      String namespace, String partition, List<String> pools, CallOptions opts) {
+    return poolStatusAsync(namespace, partition, pools, "", opts);
+  }
+
+  public List<PoolStatus> poolStatus(String namespace, String partition, List<String> pools) {
+    return await(poolStatusAsync(namespace, partition, pools, "", null));
+  }
+
+  public List<PoolStatus> poolStatus(
+      String namespace, String partition, List<String> pools, CallOptions opts) {
+    return await(poolStatusAsync(namespace, partition, pools, "", opts));
+  }
+
+  CompletableFuture<List<PoolStatus>> poolStatusAsync(
+      String namespace, String partition, List<String> pools, String token, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setStatus(
+                StatusRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllPools(pools)
+                    .setToken(token));
+    return call("status", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasStatus()) {
+                throw HoldfastException.malformed("status", r);
+              }
+              return r.getStatus().getPoolsList().stream()
+                  .map(
+                      p ->
+                          new PoolStatus(
+                              p.getPool(),
+                              p.getCapacity(),
+                              p.getSold(),
+                              p.getHeld(),
+                              p.getFree(),
+                              p.getOwned(),
+                              Duration.ofMillis(p.getTtlMs())))
+                  .toList();
+            });
+  }
+
+  /**
+   * Sets the capacity of {@code pool} (how many units it may ever have sold at once) in
+   * PostgreSQL, raised or lowered. Never below what is sold: that fails with {@code
+   * FAILED_PRECONDITION} ({@code getField()} "capacity", {@code getResourceId()} the pool) and
+   * changes nothing. An absolute value, so retrying it is safe.
+   */
+  public CompletableFuture<PoolCapacity> setCapacityAsync(
+      String namespace, String partition, String pool, long capacity, CallOptions opts) {
+    return setCapacityAsync(
+        SetCapacityRequest.newBuilder()
+            .setNamespace(namespace)
+            .setPartition(partition)
+            .setPool(pool)
+            .setCapacity(capacity),
+        opts);
+  }
+
+  public PoolCapacity setCapacity(String namespace, String partition, String pool, long capacity) {
+    return await(setCapacityAsync(namespace, partition, pool, capacity, null));
+  }
+
+  public PoolCapacity setCapacity(
+      String namespace, String partition, String pool, long capacity, CallOptions opts) {
+    return await(setCapacityAsync(namespace, partition, pool, capacity, opts));
+  }
+
+  /**
+   * Sets the partition's default capacity: that of every pool of the partition that has none of
+   * its own (e.g. 1 for one pool per user, docs/pools.md). Never below what such a pool sold.
+   */
+  public CompletableFuture<PoolCapacity> setDefaultCapacityAsync(
+      String namespace, String partition, long capacity, CallOptions opts) {
+    return setCapacityAsync(
+        SetCapacityRequest.newBuilder()
+            .setNamespace(namespace)
+            .setPartition(partition)
+            .setPartitionDefault(true)
+            .setCapacity(capacity),
+        opts);
+  }
+
+  public PoolCapacity setDefaultCapacity(String namespace, String partition, long capacity) {
+    return await(setDefaultCapacityAsync(namespace, partition, capacity, null));
+  }
+
+  public PoolCapacity setDefaultCapacity(
+      String namespace, String partition, long capacity, CallOptions opts) {
+    return await(setDefaultCapacityAsync(namespace, partition, capacity, opts));
+  }
+
+  private CompletableFuture<PoolCapacity> setCapacityAsync(
+      SetCapacityRequest.Builder set, CallOptions opts) {
+    return call("set_capacity", Request.newBuilder().setSetCapacity(set), opts)
+        .thenApply(
+            r -> {
+              if (!r.hasSetCapacity()) {
+                throw HoldfastException.malformed("set_capacity", r);
+              }
+              return PoolCapacity.fromProto(r.getSetCapacity().getPool());
+            });
+  }
+
+  /**
+   * The capacity in effect and the units sold of each pool, and the partition's default, as
+   * PostgreSQL has them (also refreshes the daemon's Redis mirror). No pools: only the default.
+   */
+  public CompletableFuture<PoolCapacities> getCapacityAsync(
+      String namespace, String partition, List<String> pools, CallOptions opts) {
+    Request.Builder req =
+        Request.newBuilder()
+            .setGetCapacity(
+                GetCapacityRequest.newBuilder()
+                    .setNamespace(namespace)
+                    .setPartition(partition)
+                    .addAllPools(pools));
+    return call("get_capacity", req, opts)
+        .thenApply(
+            r -> {
+              if (!r.hasGetCapacity()) {
+                throw HoldfastException.malformed("get_capacity", r);
+              }
+              var g = r.getGetCapacity();
+              return new PoolCapacities(
+                  g.getPoolsList().stream().map(PoolCapacity::fromProto).toList(),
+                  g.getDefaultCapacity());
+            });
+  }
+
+  public PoolCapacities getCapacity(String namespace, String partition, List<String> pools) {
+    return await(getCapacityAsync(namespace, partition, pools, null));
+  }
+
+  public PoolCapacities getCapacity(
+      String namespace, String partition, List<String> pools, CallOptions opts) {
+    return await(getCapacityAsync(namespace, partition, pools, opts));
+  }
+
   /** Asks whether the daemon is live and ready (Redis up, scripts loaded, not draining). */
   public CompletableFuture<HealthResponse> healthAsync(CallOptions opts) {
     return call("health", Request.newBuilder().setHealth(HealthRequest.getDefaultInstance()), opts)
@@ -642,7 +1050,9 @@ public final class HoldfastClient implements AutoCloseable {
 
   /**
    * Closes the connection. Calls in flight and later calls fail with {@link
-   * HoldfastException.ClientClosed}. Holds are not released: they expire with their TTL.
+   * HoldfastException.ClientClosed}. Plain holds are not released: they expire with their TTL.
+   * Session holds end with the connection: the daemon releases them at once, and each reports
+   * {@link Hold#lost()} ({@code UNAVAILABLE}).
    */
   @Override
   public void close() {
@@ -691,6 +1101,10 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   private CompletableFuture<Response> call(String op, Request.Builder req, CallOptions opts) {
+    return start(op, req, opts).future;
+  }
+
+  private Call start(String op, Request.Builder req, CallOptions opts) {
     CallOptions o = opts == null ? CallOptions.defaults() : opts;
     Duration timeout = o.timeout() != null ? o.timeout() : defaultTimeout;
     String corr =
@@ -702,7 +1116,7 @@ public final class HoldfastClient implements AutoCloseable {
     long deadline = System.nanoTime() + saturatedNanos(timeout);
     Call call = new Call(op, corr, req, deadline, callbacks);
     attempt(call, false, 0, null);
-    return call.future;
+    return call;
   }
 
   /**
@@ -808,6 +1222,11 @@ public final class HoldfastClient implements AutoCloseable {
         "cannot reach holdfastd at " + socketPath + ": " + cause,
         call.correlationId,
         cause);
+  }
+
+  /** Session holds registered on the current connection (tests). */
+  synchronized int sessionHoldCount() {
+    return connection == null ? 0 : connection.sessions.size();
   }
 
   private synchronized boolean isClosed() {

@@ -1,0 +1,97 @@
+package dev.holdfast.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Waiting in line ({@code HoldRequest.wait_ms}, docs/waiting.md) against the real daemon. These
+ * fail against a daemon that does not wait yet (it answers {@code HELD_BY_ANOTHER} at once).
+ */
+@ExtendWith(LiveDaemon.class)
+class LiveWaitTest {
+  private static final String SEAT = "seat";
+
+  private final List<HoldfastClient> clients = new ArrayList<>();
+  private String partition;
+
+  @BeforeEach
+  void setUp(TestInfo info) {
+    LiveDaemon.Stack s = LiveDaemon.stack;
+    assumeTrue(s.skipReason == null, s.skipReason);
+    if (s.failure != null) {
+      fail("live daemon did not start: " + s.failure);
+    }
+    partition =
+        "java-" + info.getTestMethod().map(m -> m.getName()).orElse("t") + "-" + System.nanoTime();
+  }
+
+  @AfterEach
+  void tearDown() {
+    clients.forEach(HoldfastClient::close);
+  }
+
+  private HoldfastClient client() {
+    HoldfastClient c =
+        HoldfastClient.builder(LiveDaemon.stack.socket)
+            .defaultTimeout(Duration.ofSeconds(2)) // shorter than the wait: waitFor raises it
+            .connect();
+    clients.add(c);
+    return c;
+  }
+
+  @Test
+  void waiterIsGrantedWhenTheHolderReleases() throws Exception {
+    HoldfastClient a = client();
+    HoldfastClient b = client();
+    Hold first = a.hold(SEAT, partition, List.of("E7", "E8")).ttl(Duration.ofMinutes(1)).acquire();
+
+    long start = System.nanoTime();
+    CompletableFuture<Hold> waiting =
+        b.hold(SEAT, partition, List.of("E8")).waitFor(Duration.ofSeconds(3)).acquireAsync();
+    Thread.sleep(200);
+    assertTrue(!waiting.isDone() || !waiting.isCompletedExceptionally(), "B gave up at once");
+    assertEquals(2, first.release());
+
+    try (Hold second = waiting.get(10, TimeUnit.SECONDS)) {
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      assertTrue(ms >= 150 && ms < 3000, "granted after " + ms + " ms");
+      assertTrue(Long.compareUnsigned(second.fence(), first.fence()) > 0, "fence rises");
+      assertTrue(second.status().get(0).owned());
+    }
+  }
+
+  @Test
+  void waitThatRunsOutIsHeldByAnother() {
+    HoldfastClient a = client();
+    HoldfastClient b = client();
+    try (Hold first = a.hold(SEAT, partition, List.of("E7")).ttl(Duration.ofMinutes(1)).acquire()) {
+      long start = System.nanoTime();
+      HoldfastException.HeldByAnother e =
+          assertThrows(
+              HoldfastException.HeldByAnother.class,
+              () ->
+                  b.hold(SEAT, partition, List.of("E7"))
+                      .waitFor(Duration.ofMillis(700))
+                      .acquire());
+      long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+      assertEquals("E7", e.getResourceId());
+      assertTrue(ms >= 600, "answered after " + ms + " ms: the daemon did not wait");
+      assertTrue(ms < 700 + HoldfastClient.WAIT_MARGIN.toMillis() + 500, "answered after " + ms);
+      assertTrue(first.status().get(0).owned(), "the holder keeps it");
+    }
+  }
+}
