@@ -11,7 +11,8 @@
 # Each run's line gets the client process's CPU per pair (cpu.py).
 # BASELINE_SRC=<dir with holdfast/> adds a third contender: another copy of the
 # client (e.g. main's clients/python/src), measured in the same rounds.
-# Prints one line per run, then a table of medians as the last lines.
+# Prints one line per run, then a table of medians, then "ratio_seq X" and
+# "ratio_16 Y" (holdfast / redis-py, for bench/run.sh --clients).
 set -euo pipefail
 S=${1:-5}; R=${2:-3}
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -60,6 +61,7 @@ for line in open(sys.argv[1]):
         runs.setdefault((f["client"], f["threads"]), []).append(f)
 med = statistics.median
 clients = [c for c in ("holdfast", "baseline") if any(k[0] == c for k in runs)]
+ratios = {}
 print()
 print("threads | client   | pairs/s | p50 us | redis-py pairs/s | p50 us | pairs/s ratio | per round       | p50 ratio | client CPU us/pair (redis-py)")
 for t in ("1", "16"):
@@ -72,6 +74,8 @@ for t in ("1", "16"):
             continue
         # Rounds pair up in order: each ratio compares runs made moments apart.
         per = [float(a["pairs_per_s"]) / float(b["pairs_per_s"]) for a, b in zip(rs, rp)]
+        if c == "holdfast":
+            ratios[t] = med(per)
         hp, rpp = (med(float(r["pairs_per_s"]) for r in x) for x in (rs, rp))
         hl, rl = (med(float(r["p50_us"]) for r in x) for x in (rs, rp))
         print(f"{t:>7} | {c:<8} | {hp:>7.0f} | {hl:>6.0f} | {rpp:>16.0f} | {rl:>6.0f} | "
@@ -81,4 +85,8 @@ for t in ("1", "16"):
 print("(medians of the rounds; ratio = holdfast / redis-py Lock: the median of the rounds'")
 print(" ratios, each from runs moments apart on the same stack; p50 ratio: of the medians;")
 print(" client CPU: user+system of the benchmark process per pair, the least noisy figure)")
+# For bench/run.sh --clients: holdfast / redis-py, 1 and 16 threads.
+for t, key in (("1", "ratio_seq"), ("16", "ratio_16")):
+    if t in ratios:
+        print(f"{key} {ratios[t]:.2f}")
 PY
