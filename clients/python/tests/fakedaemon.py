@@ -44,6 +44,8 @@ class FakeDaemon:
         self._lock = threading.Lock()
         self._conns: List[socket.socket] = []
         self._listener: Optional[socket.socket] = None
+        self.reading = threading.Event()  # cleared: the daemon stops reading its connections
+        self.reading.set()
 
     def start(self) -> "FakeDaemon":
         if os.path.exists(self.path):
@@ -71,6 +73,14 @@ class FakeDaemon:
                 pass
             c.close()
 
+    def half_close(self) -> None:
+        """Stop writing on every connection (the client reads EOF) but keep
+        reading them, like a daemon that is going away."""
+        with self._lock:
+            conns = list(self._conns)
+        for c in conns:
+            c.shutdown(socket.SHUT_WR)
+
     def send(self, conn: socket.socket, resp: pb.Response) -> None:
         body = resp.SerializeToString()
         conn.sendall(struct.pack(">I", len(body)) + body)
@@ -96,6 +106,7 @@ class FakeDaemon:
         buf = b""
         try:
             while True:
+                self.reading.wait()
                 data = conn.recv(65536)
                 if not data:
                     return

@@ -74,6 +74,10 @@ class _AsyncConnection:
             raise _unsent(Unavailable("connection to holdfastd lost while sending"))
         return fut
 
+    def buffered(self) -> bool:
+        """Bytes wait in the transport (the daemon is slow to read)."""
+        return self._writer.transport.get_write_buffer_size() > 0
+
     async def drain(self) -> None:
         try:
             await self._writer.drain()
@@ -105,6 +109,11 @@ class _AsyncConnection:
 def _unsent(err: HoldfastError) -> HoldfastError:
     err.unsent = True  # type: ignore[attr-defined]
     return err
+
+
+def _expire(fut: "asyncio.Future[pb.Response]", seconds: float) -> None:
+    if not fut.done():
+        fut.set_exception(DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s"))
 
 
 class AsyncClient:
@@ -203,6 +212,13 @@ class AsyncClient:
         req = m.envelope(call.method, call.msg, correlation_id, seconds, traceparent)
         self._last_connect_error = None
         try:
+            conn = self._conn
+            if conn is not None and conn.broken is None and not self._closed:
+                # Connected: no task of its own for the call (the wait_for
+                # below costs one, and event-loop turns).
+                got = await self._fast_roundtrip(conn, req, deadline, seconds)
+                if got is not None:
+                    return m.result_of(got, call.method), got, conn
             try:
                 resp, conn = await asyncio.wait_for(self._roundtrip(req, deadline), seconds)
             except asyncio.TimeoutError:
@@ -215,6 +231,35 @@ class AsyncClient:
                 exc.correlation_id = req.correlation_id
             raise
         return m.result_of(resp, call.method), resp, conn
+
+    async def _fast_roundtrip(self, conn: _AsyncConnection, req: pb.Request, deadline: float,
+                              seconds: float) -> Optional[pb.Response]:
+        """The call on the open connection `conn`, its deadline kept by a timer
+        on the answer's future. None when the request could not go out (it
+        did not reach the daemon): the caller then takes the general way."""
+        loop = asyncio.get_running_loop()
+        req.id = self._next_id()
+        req.timeout_ms = m.timeout_ms(max(0.001, deadline - loop.time()))
+        try:
+            fut = conn.send(req.id, encode_request(req))
+        except Unavailable as exc:
+            if getattr(exc, "unsent", False):
+                return None
+            raise
+        timer = loop.call_at(deadline, _expire, fut, seconds)
+        try:
+            if conn.buffered():
+                await asyncio.wait_for(conn.drain(), max(0.0, deadline - loop.time()))
+            return await fut
+        except asyncio.TimeoutError:
+            raise DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s") from None
+        except Unavailable as exc:
+            if type(exc) is Unavailable:
+                exc.message += " (the outcome of this call is unknown)"
+            raise
+        finally:
+            timer.cancel()
+            conn.forget(req.id)  # a late answer after a deadline is dropped
 
     async def _roundtrip(self, req: pb.Request,
                          deadline: float) -> Tuple[pb.Response, _AsyncConnection]:

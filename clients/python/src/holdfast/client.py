@@ -1,9 +1,10 @@
-"""Blocking client: one Unix-socket connection, many calls in flight, a reader thread."""
+"""Blocking client: one Unix-socket connection, many calls in flight, read by its callers."""
 
 from __future__ import annotations
 
 import itertools
 import logging
+import math
 import random
 import select
 import socket
@@ -19,148 +20,435 @@ from .framing import FrameError, FrameReader, decode_response, encode_request
 
 log = logging.getLogger("holdfast")
 
+_allocate_lock = threading.Lock
+
 T = TypeVar("T")
 
 
 class _Pending:
-    __slots__ = ("event", "response", "error")
+    """One call in flight. `done` (with `response` or `error`) and the parking
+    fields change under the connection's lock only."""
+
+    __slots__ = ("response", "error", "done", "wake", "parked", "signalled", "frame", "unsent")
 
     def __init__(self) -> None:
-        self.event = threading.Event()
         self.response: Optional[pb.Response] = None
         self.error: Optional[HoldfastError] = None
+        self.done = False
+        self.wake: Optional[Any] = None  # a lock held while parked, made on first park
+        self.parked = False              # waiting on `wake` for its answer or the read role
+        self.signalled = False           # `wake` was released and not yet consumed
+        self.frame: Optional[bytes] = None  # its request
+        self.unsent = False              # the frame certainly did not reach the daemon
 
 
 class _Connection:
-    """One socket and its reader thread. Once broken it stays broken; the
+    """One socket, read by its callers (leader/followers).
+
+    A caller whose request is in flight reads the socket itself when nobody
+    else does (it takes the read role), dispatching every frame it reads:
+    other callers' answers to them, session events to `sessions`, until its
+    own answer comes; then it gives the role back and wakes one parked caller
+    still waiting for its answer, which takes over. Callers that find the role
+    taken park until their answer is dispatched to them or the role comes
+    free. So one call alone on the connection reads its own answer, with no
+    thread hand-off; while calls are in flight somebody is always reading.
+    While the connection has session holds, a watcher thread reads too when
+    no call does, so that their lost events (and the connection's end) are
+    delivered when nothing is in flight. Once broken it stays broken; the
     client replaces it on the next call."""
+
+    WATCH_RECHECK = 1.0  # seconds: how often an idle watcher checks it is still needed
+    # Seconds without reading after which a call first looks for what came
+    # meanwhile (_settle); calls in quick succession skip that syscall.
+    SETTLE_AFTER = 0.001
 
     def __init__(self, path: str, connect_timeout: float) -> None:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.settimeout(connect_timeout)
             sock.connect(path)
-            sock.settimeout(None)  # blocking reads in the reader thread
+            sock.settimeout(None)  # blocking: reads poll first, sends use MSG_DONTWAIT
         except BaseException:
             sock.close()
             raise
         self._sock = sock
-        self._lock = threading.Lock()      # guards _pending and _broken
-        self._wlock = threading.Lock()     # one frame on the wire at a time
+        self._poller = select.poll()
+        self._poller.register(sock.fileno(), select.POLLIN)
+        # Guards _pending, _broken, the read role, parking and the watcher.
+        self._lock = threading.Lock()
+        self._wlock = threading.Lock()     # held by the one caller writing
         self._pending: Dict[int, _Pending] = {}
+        self._outbox: List[_Pending] = []  # calls whose frames wait for the writer
         self._broken: Optional[HoldfastError] = None
+        self._reading = False              # the read role is taken (a caller or the watcher)
+        self._read_at = time.monotonic()   # when the role was last given back
+        self._frames = FrameReader()       # used by the role's holder only
+        self._close_socket = False         # closed: the role's holder closes the socket
+        self._sock_closed = False
         self.sessions = m.SessionHolds()  # session holds taken on this connection
-        self._reader = threading.Thread(target=self._read_loop, name="holdfast-reader", daemon=True)
-        self._reader.start()
+        self._watcher: Optional[threading.Thread] = None
+        self._watch = _Pending()           # the watcher's parking slot
 
     @property
     def broken(self) -> bool:
         return self._broken is not None
 
     def send(self, req_id: int, frame: bytes, deadline: float) -> _Pending:
-        """Queue the request and write its frame before the deadline.
+        """Queue the request and see its frame written: by this caller, or by
+        the caller writing when it came, which writes the frames queued
+        meanwhile too, all in one send.
 
         Raises Unavailable with `.unsent = True` when the frame certainly did
-        not reach the daemon (safe to resend on a new connection)."""
+        not reach the daemon (safe to resend on a new connection), and
+        DeadlineExceeded when the deadline passed before it was written (it
+        never will be). A frame another caller wrote that did not reach the
+        daemon comes back the same way, as the call's error (`unsent`)."""
+        if not self._pending and not self._reading and \
+                time.monotonic() - self._read_at > self.SETTLE_AFTER:
+            self._settle()
         p = _Pending()
+        p.frame = frame
         with self._lock:
             if self._broken is not None:
                 raise _unsent(Unavailable("connection to holdfastd is closed"))
             self._pending[req_id] = p
-        try:
-            self._write(frame, deadline)
-        except BaseException:
-            self.forget(req_id)
-            raise
+            self._outbox.append(p)
+        if self._wlock.acquire(False):
+            try:
+                self._flush(p, deadline)
+            except BaseException:
+                self.forget(req_id)
+                raise
         return p
 
-    def _write(self, frame: bytes, deadline: float) -> None:
-        if not self._wlock.acquire(timeout=max(0.0, deadline - time.monotonic())):
-            raise DeadlineExceeded("deadline passed while waiting to send the request")
-        try:
-            view = memoryview(frame)
-            sent = 0
-            while sent < len(view):
-                try:
-                    # MSG_DONTWAIT: a stalled daemon must not block past the deadline,
-                    # while the reader thread keeps its plain blocking recv.
-                    sent += self._sock.send(view[sent:], socket.MSG_DONTWAIT)
-                    continue
-                except BlockingIOError:
-                    pass
-                except OSError as exc:
-                    # EPIPE/ECONNRESET: the daemon closed; it processes only whole
-                    # frames, so nothing of this request was acted on.
-                    err = Unavailable(f"connection to holdfastd lost while sending: {exc}")
-                    self.fail(err)
-                    raise _unsent(Unavailable(str(err.message))) from exc
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or not _wait_writable(self._sock, remaining):
-                    if sent:
-                        # Half a frame is on the wire: the stream cannot be resumed.
-                        self.fail(Unavailable("connection dropped: a request was cut off by its deadline"))
-                    raise DeadlineExceeded("deadline passed while sending the request (daemon not reading)")
-        finally:
-            self._wlock.release()
+    def _flush(self, mine: _Pending, deadline: float) -> None:
+        """Holding the write lock: write every queued frame, then give the lock
+        back; again while frames were queued meanwhile by callers that found it
+        taken (they count on this, so none is left behind)."""
+        wlock = self._wlock
+        while True:
+            try:
+                with self._lock:
+                    batch, self._outbox = self._outbox, []
+                if batch:
+                    self._write(batch, mine, deadline)
+            finally:
+                wlock.release()
+            if not self._outbox or not wlock.acquire(False):
+                return
+
+    def _write(self, batch: List[_Pending], mine: _Pending, deadline: float) -> None:
+        frames = [q.frame for q in batch]
+        data = frames[0] if len(frames) == 1 else b"".join(frames)
+        sent = 0
+        view = None
+        while True:
+            try:
+                # MSG_DONTWAIT: a stalled daemon must not block past the deadline.
+                sent += self._sock.send(view[sent:] if view is not None else data,
+                                        socket.MSG_DONTWAIT)
+                if sent == len(data):
+                    return
+                if view is None:
+                    view = memoryview(data)
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as exc:
+                # EPIPE/ECONNRESET: the daemon closed; it processes only whole
+                # frames, so none not wholly written was acted on.
+                for q in self._unwritten(batch, sent)[0]:
+                    q.unsent = True
+                self.fail(Unavailable(f"connection to holdfastd lost while sending: {exc}"))
+                return
+            if view is None:
+                view = memoryview(data)
+            remaining = deadline - time.monotonic()
+            if remaining > 0 and _wait_writable(self._sock, remaining):
+                continue
+            # The daemon is not reading, and this caller's deadline passed.
+            rest, cut = self._unwritten(batch, sent)
+            if cut:
+                # Half a frame is on the wire: the stream cannot be resumed.
+                self.fail(Unavailable("connection dropped: a request was cut off by its deadline"))
+            else:
+                # Whole frames left: back to the front of the queue, for the next
+                # writer; this caller's own is withdrawn (never written).
+                with self._lock:
+                    self._outbox[:0] = [q for q in rest if q is not mine]
+            if mine in rest:
+                raise DeadlineExceeded("deadline passed while sending the request (daemon not reading)")
+            return
+
+    @staticmethod
+    def _unwritten(batch: List[_Pending], sent: int) -> Tuple[List[_Pending], bool]:
+        """The calls of `batch` whose frames were not wholly written when
+        `sent` bytes of it were, and whether the first of them was cut."""
+        end = 0
+        for i, q in enumerate(batch):
+            start = end
+            end += len(q.frame)  # type: ignore[arg-type]
+            if end > sent:
+                return batch[i:], start < sent
+        return [], False
 
     def forget(self, req_id: int) -> Optional[_Pending]:
         with self._lock:
             return self._pending.pop(req_id, None)
 
-    def _read_loop(self) -> None:
-        reader = FrameReader()
-        err: HoldfastError
+    # ---- reading: leader/followers ------------------------------------------
+
+    def wait(self, req_id: int, p: _Pending, deadline: float) -> bool:
+        """Wait for the answer to `req_id` until `deadline`, reading the socket
+        when nobody else does. True once answered (p.response or p.error set);
+        False when the deadline passed first (the call is forgotten)."""
+        lock = self._lock
+        while True:
+            lock.acquire()
+            if p.done:
+                lock.release()
+                return True
+            if not self._reading and time.monotonic() < deadline:
+                self._reading = True
+                lock.release()
+                self._lead(p, deadline)
+                if p.done:  # set under the lock, never unset: no need to take it
+                    return True
+                continue
+            if time.monotonic() >= deadline:
+                self._pending.pop(req_id, None)
+                if p.signalled:
+                    p.wake.acquire(False)  # type: ignore[union-attr]
+                w = None if self._reading else self._handover_locked()
+                lock.release()
+                if w is not None:
+                    w.release()
+                return False
+            # Park until the answer is dispatched to us or the role comes free.
+            if p.wake is None:
+                p.wake = _allocate_lock()
+                p.wake.acquire()
+            p.parked = True
+            lock.release()
+            try:
+                p.wake.acquire(timeout=max(0.0, deadline - time.monotonic()))
+            except BaseException:  # e.g. KeyboardInterrupt: leave, and pass a promotion on
+                with lock:
+                    self._pending.pop(req_id, None)
+                    p.parked = False
+                    w = None if self._reading else self._handover_locked()
+                if w is not None:
+                    w.release()
+                raise
+            if p.done:  # answered (its parking state no longer matters)
+                return True
+            with lock:
+                p.parked = False
+                if p.signalled:
+                    p.signalled = False
+                    p.wake.acquire(False)  # consume a release that raced the timeout
+
+    def _settle(self) -> None:
+        """Nobody read while nothing was in flight, and there is something to
+        read: take it now (a late answer, a session event, or the daemon's
+        close, which then lets this call go out on a new connection instead
+        of failing with an unknown outcome)."""
+        with self._lock:
+            if self._reading or self._pending or self._broken is not None:
+                return
+            self._reading = True
         try:
-            while True:
-                data = self._sock.recv(65536)
+            readable = self._poller.poll(0)
+        except BaseException:
+            self._release_role()
+            raise
+        if readable:
+            self._lead(None, time.monotonic() + 0.001)
+        else:
+            self._release_role()
+
+    def _signal_locked(self, p: _Pending) -> Optional[Any]:
+        """Mark parked `p` woken; the caller releases the returned lock after
+        dropping the connection's lock (at most one release per park)."""
+        if p.parked and not p.signalled:
+            p.signalled = True
+            return p.wake
+        return None
+
+    def _handover_locked(self) -> Optional[Any]:
+        """The read role is free: wake a parked caller still waiting for its
+        answer (else the idle watcher) to take it, unless one is already woken."""
+        for q in self._pending.values():
+            if q.parked and not q.done:
+                if q.signalled:
+                    return None
+                q.signalled = True
+                return q.wake
+        return self._signal_locked(self._watch)
+
+    def _release_role(self) -> None:
+        self._read_at = time.monotonic()
+        with self._lock:
+            self._reading = False
+            w = self._handover_locked() if self._broken is None else None
+            close = self._close_socket and not self._sock_closed
+            if close:
+                self._sock_closed = True
+        if w is not None:
+            w.release()
+        if close:
+            self._sock.close()
+
+    def _lead(self, p: Optional[_Pending], deadline: float) -> None:
+        """Holding the read role: read and dispatch frames until `p` is answered
+        or the deadline passes (the watcher, p None: one batch), then give the
+        role back."""
+        err: Optional[HoldfastError] = None
+        try:
+            while p is None or not p.done:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                if not self._poller.poll(math.ceil(remaining * 1000)):
+                    continue
+                try:
+                    data = self._sock.recv(65536, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    continue
                 if not data:
                     err = Unavailable("holdfastd closed the connection")
                     break
-                for body in reader.feed(data):
-                    self._dispatch(decode_response(body))
+                self._dispatch(self._frames.feed(data))
+                if p is None:
+                    break
         except FrameError as exc:
             err = ProtocolError(str(exc))
         except OSError as exc:
             err = Unavailable(f"connection to holdfastd lost: {exc}")
         except HoldfastError as exc:  # an id-0 answer: the daemon rejected the stream
             err = exc
-        self.fail(err)
+        finally:
+            if err is not None:
+                self.fail(err)
+            self._release_role()
 
-    def _dispatch(self, resp: pb.Response) -> None:
-        if m.is_session_event(resp):
-            self.sessions.on_event(resp.session_event)
-            return
-        if resp.id == 0:
-            # The daemon could not read one of our frames and closes the connection;
-            # every request on it shares that fate.
-            raise error_for(resp.code, resp.message or "daemon rejected a frame",
-                            field=resp.error.field, correlation_id=resp.correlation_id)
-        p = self.forget(resp.id)
-        if p is None:
-            return  # answer to a call that already gave up on its deadline
-        p.response = resp
-        p.event.set()
+    def _dispatch(self, bodies: List[bytes]) -> None:
+        resps = [decode_response(body) for body in bodies]
+        events = []
+        wakes = []
+        fatal: Optional[HoldfastError] = None
+        with self._lock:
+            pending = self._pending
+            for resp in resps:
+                if resp.id == 0:
+                    if m.is_session_event(resp):
+                        events.append(resp.session_event)
+                        continue
+                    # The daemon could not read one of our frames and closes the
+                    # connection; every request on it shares that fate.
+                    fatal = error_for(resp.code, resp.message or "daemon rejected a frame",
+                                      field=resp.error.field, correlation_id=resp.correlation_id)
+                    break
+                q = pending.pop(resp.id, None)
+                if q is None:
+                    continue  # answer to a call that already gave up on its deadline
+                q.response = resp
+                q.done = True
+                if q.parked and not q.signalled:
+                    q.signalled = True
+                    wakes.append(q.wake)
+        for w in wakes:
+            w.release()
+        for ev in events:
+            self.sessions.on_event(ev)
+        if fatal is not None:
+            raise fatal
+
+    # ---- session holds: the watcher -----------------------------------------
+
+    def watch_sessions(self) -> None:
+        """The connection has a session hold: keep a watcher reading while no
+        call does, until it has none."""
+        with self._lock:
+            if self._watcher is not None or self._broken is not None:
+                return
+            if self._watch.wake is None:
+                self._watch.wake = _allocate_lock()
+                self._watch.wake.acquire()
+            t = threading.Thread(target=self._watch_loop, name="holdfast-watcher", daemon=True)
+            self._watcher = t
+        t.start()
+
+    def _watch_loop(self) -> None:
+        w = self._watch
+        lock = self._lock
+        while True:
+            with lock:
+                if self._broken is not None or not self.sessions.active():
+                    self._watcher = None
+                    return
+                lead = not self._reading
+                if lead:
+                    self._reading = True
+                else:
+                    w.parked = True
+            if lead:
+                self._lead(None, time.monotonic() + self.WATCH_RECHECK)
+                continue
+            w.wake.acquire(timeout=self.WATCH_RECHECK)  # type: ignore[union-attr]
+            with lock:
+                w.parked = False
+                if w.signalled:
+                    w.signalled = False
+                    w.wake.acquire(False)  # type: ignore[union-attr]
+
+    # ---- the end --------------------------------------------------------------
 
     def fail(self, err: HoldfastError) -> None:
         """Break the connection and fail every call waiting on it."""
+        wakes = []
         with self._lock:
             if self._broken is None:
                 self._broken = err
             pending, self._pending = self._pending, {}
-        for p in pending.values():
-            p.error = type(err)(err.message, code=err.code, field=err.field)
-            p.event.set()
+            queued, self._outbox = self._outbox, []
+            for q in queued:
+                q.unsent = True  # never handed to a writer
+            for p in pending.values():
+                p.error = type(err)(err.message, code=err.code, field=err.field)
+                if p.unsent:
+                    _unsent(p.error)  # the daemon cannot have acted on it
+                p.done = True
+                w = self._signal_locked(p)
+                if w is not None:
+                    wakes.append(w)
+            w = self._signal_locked(self._watch)
+            if w is not None:
+                wakes.append(w)
+        for w in wakes:
+            w.release()
         self.sessions.connection_ended(self._broken)
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)  # wakes the reader's recv
+            self._sock.shutdown(socket.SHUT_RDWR)  # wakes a reader's poll
         except OSError:
             pass
 
     def close(self) -> None:
         self.fail(ClientClosed("holdfast client is closed"))
-        if threading.current_thread() is not self._reader:
-            self._reader.join(timeout=5)
-        self._sock.close()
+        with self._lock:
+            watcher = self._watcher
+            # A reader may be between poll and recv: the role's holder closes
+            # the socket when it gives the role back (no fd reuse under it).
+            close = not self._reading and not self._sock_closed
+            if close:
+                self._sock_closed = True
+            else:
+                self._close_socket = True
+        if watcher is not None and threading.current_thread() is not watcher:
+            watcher.join(timeout=5)
+        if close:
+            self._sock.close()
 
 
 def _unsent(err: HoldfastError) -> HoldfastError:
@@ -222,14 +510,20 @@ class Client:
     # ---- transport --------------------------------------------------------
 
     def _next_id(self) -> int:
-        with self._ids_lock:
+        i = next(self._ids)  # atomic: itertools.count runs under the GIL
+        if i < 2**64:
+            return i
+        with self._ids_lock:  # uint64 on the wire; 0 is reserved for "undecodable"
             i = next(self._ids)
-            if i >= 2**64:  # uint64 on the wire; 0 is reserved for "undecodable"
+            if i >= 2**64:
                 self._ids = itertools.count(2)
                 i = 1
             return i
 
     def _connection(self, deadline: float) -> _Connection:
+        conn = self._conn
+        if conn is not None and conn._broken is None and not self._closed:
+            return conn  # the usual case, without the lock
         if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             raise DeadlineExceeded("deadline passed while waiting for the connection")
         try:
@@ -293,20 +587,23 @@ class Client:
             req.timeout_ms = m.timeout_ms(max(0.001, deadline - time.monotonic()))
             try:
                 pending = conn.send(req.id, encode_request(req), deadline)
-                break
             except Unavailable as exc:
                 # Resend once on a fresh connection, but only when the daemon
                 # cannot have seen the request.
                 if attempt == 2 or not getattr(exc, "unsent", False):
                     raise
-        if not pending.event.wait(max(0.0, deadline - time.monotonic())):
-            if conn.forget(req.id) is not None:
+                continue
+            if not conn.wait(req.id, pending, deadline):
                 raise DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s")
-            pending.event.wait()  # answered in the same instant; take it
-        if pending.error is not None:
-            if type(pending.error) is Unavailable:
-                pending.error.message += " (the outcome of this call is unknown)"
-            raise pending.error
+            err = pending.error
+            if err is None:
+                break
+            if getattr(err, "unsent", False):
+                if attempt == 1:
+                    continue  # written by another caller, and it did not get through
+            elif type(err) is Unavailable:
+                err.message += " (the outcome of this call is unknown)"
+            raise err
         assert pending.response is not None
         return pending.response, conn
 
@@ -330,8 +627,10 @@ class Client:
         and releases it at once when the connection closes (the process
         exits or is killed). ttl_ms must then be 0. If the daemon cannot keep
         it, or the connection ends, `hold.lost` becomes the error that says
-        why and `on_lost(hold)` runs once: on the client's reader thread, or
-        in close() (keep it short).
+        why and `on_lost(hold)` runs once: on the thread reading the
+        connection (a caller's, or the watcher thread the connection keeps
+        while it has session holds), or in close(); keep it short and make
+        no calls on the client from it.
 
         wait=seconds waits in line (docs/waiting.md) when an id is held by
         another token, instead of raising HeldByAnother at once: waiters are
@@ -348,6 +647,7 @@ class Client:
                  degraded=resp.degraded, segment=target.segment)
         if session and not resp.degraded:
             h._bind_session(conn.sessions, on_lost)
+            conn.watch_sessions()
         return h
 
     def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
