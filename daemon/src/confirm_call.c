@@ -70,18 +70,7 @@ static bool admitted_by_policy(struct claim_call *cc) {
         .idempotency_key = cc->key,
         .reference = cc->reference,
     };
-    char why[256];
-    switch (hf_policy_admit(req->cfg, cc->t->ns, &facts, NULL, why, sizeof why)) {
-    case HF_ADMIT:
-        return true;
-    case HF_DENY:
-        hf_request_fail(req, HF_CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
-        return false;
-    default:
-        hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
-        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
-        return false;
-    }
+    return hf_admitted(req, cc->t->ns, &facts, NULL);
 }
 
 struct claim_call *hf_claim_create_pools(struct hf_request *req, const struct claim_kind *kind,

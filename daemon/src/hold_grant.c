@@ -138,17 +138,5 @@ bool hf_grant_admitted(struct hf_request *req, const struct hf_namespace *ns,
         .uid = req->peer_uid,
         .gid = req->peer_gid,
     };
-    char why[256];
-    switch (hf_policy_admit(req->cfg, ns, &facts, ttl, why, sizeof why)) {
-    case HF_ADMIT:
-        return true;
-    case HF_DENY:
-        hf_request_fail(req, HF_CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
-        return false;
-    default:
-        hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
-        /* policy.c logs the reasons, at a bounded rate. */
-        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
-        return false;
-    }
+    return hf_admitted(req, ns, &facts, ttl);
 }

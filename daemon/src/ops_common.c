@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "log.h"
+#include "metrics.h"
+#include "policy.h"
 #include "token.h"
 #include "validate.h"
 
@@ -274,4 +276,21 @@ long long hf_reply_int(const redisReply *r, size_t i) {
     if (e->type == REDIS_REPLY_INTEGER) return e->integer;
     if (e->type == REDIS_REPLY_STRING) return strtoll(e->str, NULL, 10);
     return 0;
+}
+
+bool hf_admitted(struct hf_request *req, const struct hf_namespace *ns,
+                 const struct hf_hold_facts *facts, uint32_t *ttl) {
+    char why[256];
+    switch (hf_policy_admit(req->cfg, ns, facts, ttl, why, sizeof why)) {
+    case HF_ADMIT:
+        return true;
+    case HF_DENY:
+        hf_request_fail(req, HF_CODE(PERMISSION_DENIED), NULL, NULL, "admit hook: %s", why);
+        return false;
+    default:
+        hf_metrics_inc(HF_C_POLICY_HOOK_FAILURES);
+        /* policy.c logs the reasons, at a bounded rate. */
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "the namespace's admit hook failed");
+        return false;
+    }
 }

@@ -42,6 +42,13 @@ bool hf_token_check(struct hf_request *req, const char *token, bool required);
 /* Answer for a Redis call that did not give a usable reply: timeouts and
  * lost connections are UNAVAILABLE (never a grant); under best_effort the
  * answer is OK but marked degraded, with nothing held. */
+struct hf_hold_facts;
+/* The namespace's admit hook on these facts (it may set *ttl when given):
+ * true to go on; false when it refused (PERMISSION_DENIED) or failed
+ * (INTERNAL, counted), the request answered. */
+bool hf_admitted(struct hf_request *req, const struct hf_namespace *ns,
+                 const struct hf_hold_facts *facts, uint32_t *ttl);
+
 void hf_answer_redis_failure(struct hf_request *req, const struct hf_namespace *ns,
                              enum hf_redis_status status, const char *what);
 /* Answer from a library code that is not GRANTED (index is 1-based into
