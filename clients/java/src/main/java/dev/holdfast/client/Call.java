@@ -50,6 +50,12 @@ final class Call {
     volatile ScheduledFuture<?> timeout;
     volatile boolean writing;
     volatile boolean written;
+    /** Set by the connection's writer: its request id, frame and the call's deadline. */
+    long id;
+    java.nio.ByteBuffer frame;
+    long deadlineNanos;
+    /** Where the frame is: queued (0), written (1), unsent (2), dropped with its connection (3). */
+    volatile int sendState;
 
     Pending(Call call, Thread waiter) {
       this.call = call;

@@ -48,7 +48,16 @@ final class Connection {
   private final ConcurrentLinkedQueue<Call.Pending> followers = new ConcurrentLinkedQueue<>();
   /** The read role: its holder alone touches the read buffer and the read selector. */
   private final AtomicBoolean reading = new AtomicBoolean();
-  private final Object writeLock = new Object();
+  private static final int QUEUED = 0;
+  private static final int WRITTEN = 1;
+  private static final int UNSENT = 2;
+  private static final int DROPPED = 3;
+  private static final int MAX_BATCH = 64;
+  /** Frames to write; the holder of {@link #flushing} writes them, many per system call. */
+  private final ConcurrentLinkedQueue<Call.Pending> outbox = new ConcurrentLinkedQueue<>();
+  private final AtomicBoolean flushing = new AtomicBoolean();
+  private final Call.Pending[] batch = new Call.Pending[MAX_BATCH]; // flusher's
+  private final ByteBuffer[] gather = new ByteBuffer[MAX_BATCH]; // flusher's
   private final AtomicReference<Throwable> failure = new AtomicReference<>();
   private volatile Thread background; // started on first need, parked while not needed
   /** The session holds taken on this connection (docs/sessions.md). */
@@ -106,6 +115,9 @@ final class Connection {
    * deadlineNanos} fails the connection.
    */
   void send(long id, Call.Pending p, ByteBuffer frame, long deadlineNanos) throws IOException {
+    p.id = id;
+    p.frame = frame;
+    p.deadlineNanos = deadlineNanos;
     if (p.waiter == null) {
       unattended.incrementAndGet();
     }
@@ -117,27 +129,78 @@ final class Connection {
       }
       return; // fail() got to it first and completed it
     }
-    try {
-      synchronized (writeLock) {
-        p.writing = true;
-        while (frame.hasRemaining()) {
-          if (channel.write(frame) == 0) {
-            awaitWritable(deadlineNanos);
-          }
+    outbox.add(p);
+    // Whoever finds no writer at work writes every queued frame (its own and those queued
+    // meanwhile) in one gathering write; the others wait for that write, which is under way.
+    for (int spins = 0; p.sendState == QUEUED; spins++) {
+      if (flushing.compareAndSet(false, true)) {
+        try {
+          flush();
+        } finally {
+          flushing.set(false);
         }
-        p.written = true;
+      } else if (spins < 100) {
+        Thread.yield();
+      } else {
+        LockSupport.parkNanos(20_000); // a write stalled on a full socket buffer
       }
-    } catch (IOException | RuntimeException e) {
-      boolean mine = take(id, p);
-      fail(e);
-      if (mine) {
-        throw e instanceof IOException io ? io : new IOException(e);
-      }
-      return;
+    }
+    p.frame = null;
+    if (p.sendState == UNSENT) {
+      throw new IOException("could not write the request", failure.get());
     }
     if (p.waiter == null) {
       ensureReader();
     }
+  }
+
+  /** Writes queued frames until none is left. Holder of {@link #flushing} only. */
+  private void flush() {
+    while (true) {
+      int n = 0;
+      Call.Pending q;
+      while (n < MAX_BATCH && (q = outbox.poll()) != null) {
+        q.writing = true;
+        batch[n] = q;
+        gather[n] = q.frame;
+        n++;
+      }
+      if (n == 0) {
+        return;
+      }
+      int done = 0;
+      try {
+        while (done < n) {
+          if (channel.write(gather, done, n - done) == 0) {
+            awaitWritable(batch[done].deadlineNanos);
+          }
+          while (done < n && !gather[done].hasRemaining()) {
+            batch[done].written = true;
+            batch[done].sendState = WRITTEN;
+            batch[done] = null;
+            gather[done] = null;
+            done++;
+          }
+        }
+      } catch (IOException | RuntimeException e) {
+        // Frames not (completely) written: the daemon never acts on them, so their senders may
+        // send them again elsewhere. Those fail() got to first are its to complete.
+        for (int i = done; i < n; i++) {
+          unsent(batch[i]);
+          batch[i] = null;
+          gather[i] = null;
+        }
+        while ((q = outbox.poll()) != null) {
+          unsent(q);
+        }
+        fail(e);
+        return;
+      }
+    }
+  }
+
+  private void unsent(Call.Pending q) {
+    q.sendState = take(q.id, q) ? UNSENT : DROPPED;
   }
 
   private void awaitWritable(long deadlineNanos) throws IOException {
@@ -223,6 +286,7 @@ final class Connection {
   /** Reads and dispatches frames until {@code mine} has its outcome or its deadline passes. */
   private void lead(Call.Pending mine, long deadlineNanos) {
     Thread me = Thread.currentThread();
+    boolean waitFirst = true; // the answer to a request just written is not there yet
     try {
       while (mine.outcome == null && failure.get() == null) {
         if (dispatchBuffered()) {
@@ -232,7 +296,8 @@ final class Connection {
         if (left <= 0 || me.isInterrupted()) {
           return;
         }
-        readSome(millisAtLeastOne(left));
+        readSome(millisAtLeastOne(left), waitFirst);
+        waitFirst = false;
       }
     } catch (Throwable t) {
       fail(t);
@@ -291,7 +356,7 @@ final class Connection {
         try {
           while (needsBackground()) {
             if (!dispatchBuffered()) {
-              readSome(0);
+              readSome(0, false);
             }
           }
         } catch (Throwable t) {
@@ -309,7 +374,7 @@ final class Connection {
    * Waits up to {@code timeoutMillis} (0: until woken) for bytes and reads what is there. Role
    * holder only.
    */
-  private void readSome(long timeoutMillis) throws IOException {
+  private void readSome(long timeoutMillis, boolean waitFirst) throws IOException {
     if (parsed == in.position()) {
       in.clear();
       parsed = 0;
@@ -317,7 +382,7 @@ final class Connection {
     if (!in.hasRemaining()) {
       makeRoom(Framing.HEADER_BYTES);
     }
-    int n = channel.read(in);
+    int n = waitFirst ? 0 : channel.read(in);
     if (n == 0) {
       readSelector.select(IGNORE_KEYS, timeoutMillis);
       n = channel.read(in);
