@@ -34,7 +34,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== installing the client (clients/java) and building the benchmark"
-(cd "$root/clients/java" && mvn -B -ntp -q install -DskipTests -Dmaven.javadoc.skip=true \
+(cd "$root/clients/java" && mvn -B -ntp -q install -Dmaven.test.skip=true -Dmaven.javadoc.skip=true \
   -Dmaven.source.skip=true) >"$logs/install.log" 2>&1 || { tail -40 "$logs/install.log"; exit 1; }
 (cd "$here" && mvn -B -ntp -q package dependency:build-classpath \
   -Dmdep.outputFile="$logs/cp.txt") >"$logs/build.log" 2>&1 || { tail -40 "$logs/build.log"; exit 1; }

@@ -27,7 +27,12 @@ import org.redisson.config.TransportMode;
  */
 public final class PairsBench {
   private static final Duration TTL = Duration.ofSeconds(30);
-  private static final int[] THREADS = {1, 16};
+  /** -Dbench.threads=16 (one count only) and -Dbench.only=holdfast|redisson: for profiling. */
+  private static final int[] THREADS =
+      System.getProperty("bench.threads") != null
+          ? new int[] {Integer.parseInt(System.getProperty("bench.threads")), 16}
+          : new int[] {1, 16};
+  private static final String ONLY = System.getProperty("bench.only", "");
 
   interface Pair {
     void run() throws Exception;
@@ -92,6 +97,10 @@ public final class PairsBench {
         boolean hfFirst = (r + ti) % 2 == 0;
         for (int k = 0; k < 2; k++) {
           int side = hfFirst ? k : 1 - k;
+          if (ONLY.equals(side == 0 ? "redisson" : "holdfast")) {
+            results[r][ti][side] = new Result(1, 0, 0, 0);
+            continue;
+          }
           Result res = measure(side == 0 ? holdfast : redissonLock, THREADS[ti], seconds);
           results[r][ti][side] = res;
           System.out.printf(
