@@ -19,7 +19,8 @@ import org.redisson.config.TransportMode;
 /**
  * Hold + release pairs per second: the holdfast Java client (one HoldfastClient shared by every
  * thread) against Redisson (RLock tryLock(0, lease) + unlock, one RedissonClient shared), run
- * alternately with 1 and 16 threads, each thread on its own key. Prints one line per measurement,
+ * alternately with 1 and 16 threads, each thread on its own key. Within a round the two sides
+ * alternate in half-second slices, so that both see the same load of a shared machine. Prints one line per measurement,
  * a table of medians and the lines {@code ratio_seq X} and {@code ratio_16 Y} (medians of the
  * per-round ratios).
  *
@@ -93,15 +94,9 @@ public final class PairsBench {
         "round", "threads", "client", "pairs/s", "p50 us", "p99 us", "errors");
     for (int r = 0; r < rounds; r++) {
       for (int ti = 0; ti < THREADS.length; ti++) {
-        // Alternate which side goes first so drift does not favour one.
-        boolean hfFirst = (r + ti) % 2 == 0;
-        for (int k = 0; k < 2; k++) {
-          int side = hfFirst ? k : 1 - k;
-          if (ONLY.equals(side == 0 ? "redisson" : "holdfast")) {
-            results[r][ti][side] = new Result(1, 0, 0, 0);
-            continue;
-          }
-          Result res = measure(side == 0 ? holdfast : redissonLock, THREADS[ti], seconds);
+        Result[] pair = measureInterleaved(holdfast, redissonLock, THREADS[ti], seconds, r + ti);
+        for (int side = 0; side < 2; side++) {
+          Result res = pair[side];
           results[r][ti][side] = res;
           System.out.printf(
               Locale.ROOT, "%-6d %-8d %-9s %12.0f %10.0f %10.0f %7d%n",
@@ -141,7 +136,60 @@ public final class PairsBench {
     System.exit(0);
   }
 
+  /** Slices of this length alternate between the sides, so both see the same machine load. */
+  private static final double SLICE_SECONDS = 0.5;
+
+  /**
+   * Each side for {@code seconds} in all, in alternating slices (the first side alternates with
+   * {@code parity}); returns {holdfast, redisson}, each over all its slices.
+   */
+  static Result[] measureInterleaved(
+      PairFactory holdfast, PairFactory redisson, int threads, double seconds, int parity)
+      throws Exception {
+    int slices = Math.max(1, (int) Math.round(seconds / SLICE_SECONDS));
+    double slice = seconds / slices;
+    Sample[] sum = {new Sample(), new Sample()};
+    for (int k = 0; k < slices; k++) {
+      for (int j = 0; j < 2; j++) {
+        int side = (k + parity + j) % 2;
+        if (ONLY.equals(side == 0 ? "redisson" : "holdfast")) {
+          continue;
+        }
+        sum[side].add(run(side == 0 ? holdfast : redisson, threads, slice));
+      }
+    }
+    return new Result[] {sum[0].result(), sum[1].result()};
+  }
+
+  /** Latencies, pairs, errors and time of one or more measurements. */
+  static final class Sample {
+    long[] lat = new long[0];
+    long errors;
+    long nanos;
+
+    void add(Sample s) {
+      long[] both = Arrays.copyOf(lat, lat.length + s.lat.length);
+      System.arraycopy(s.lat, 0, both, lat.length, s.lat.length);
+      lat = both;
+      errors += s.errors;
+      nanos += s.nanos;
+    }
+
+    Result result() {
+      long[] all = lat.clone();
+      Arrays.sort(all);
+      int total = all.length;
+      double p50 = total == 0 ? 0 : all[total / 2] / 1e3;
+      double p99 = total == 0 ? 0 : all[Math.min(total - 1, (int) (total * 0.99))] / 1e3;
+      return new Result(nanos == 0 ? 1 : total / (nanos / 1e9), p50, p99, errors);
+    }
+  }
+
   static Result measure(PairFactory factory, int threads, double seconds) throws Exception {
+    return run(factory, threads, seconds).result();
+  }
+
+  static Sample run(PairFactory factory, int threads, double seconds) throws Exception {
     long[][] lat = new long[threads][];
     int[] counts = new int[threads];
     long[] errors = new long[threads];
@@ -156,7 +204,7 @@ public final class PairsBench {
           new Thread(
               () -> {
                 Pair pair = factory.forThread(ti);
-                long[] mine = new long[1 << 16];
+                long[] mine = new long[1 << 12];
                 int n = 0;
                 ready.countDown();
                 try {
@@ -196,22 +244,20 @@ public final class PairsBench {
       w.join();
     }
     long elapsed = System.nanoTime() - window[0];
+    Sample out = new Sample();
     int total = 0;
-    long errs = 0;
     for (int t = 0; t < threads; t++) {
       total += counts[t];
-      errs += errors[t];
+      out.errors += errors[t];
     }
-    long[] all = new long[total];
+    out.lat = new long[total];
     int at = 0;
     for (int t = 0; t < threads; t++) {
-      System.arraycopy(lat[t], 0, all, at, counts[t]);
+      System.arraycopy(lat[t], 0, out.lat, at, counts[t]);
       at += counts[t];
     }
-    Arrays.sort(all);
-    double p50 = total == 0 ? 0 : all[total / 2] / 1e3;
-    double p99 = total == 0 ? 0 : all[Math.min(total - 1, (int) (total * 0.99))] / 1e3;
-    return new Result(total / (elapsed / 1e9), p50, p99, errs);
+    out.nanos = elapsed;
+    return out;
   }
 
   static double median(double[] v) {
