@@ -31,6 +31,10 @@ final class Call {
   Pending sent;
   Connection sentOn;
   long sentId;
+  /** Whether {@link #sent} is already the one resend allowed. */
+  boolean sentResent;
+  /** Sends again after a frame that was never written (the client's resend rule). */
+  java.util.function.BiConsumer<Call, java.io.IOException> unsent;
 
   Call(String op, String correlationId, Request.Builder request, long deadlineNanos, Executor cb) {
     this.op = op;
@@ -78,10 +82,19 @@ final class Call {
    * or the interruption. Returns at once for a call with no transmission of its own.
    */
   void awaitBlocking() {
-    Pending p = sent;
-    if (!blocking || p == null) {
-      return;
+    while (true) {
+      Pending p = sent;
+      if (!blocking || p == null) {
+        return;
+      }
+      if (awaitSent(p)) {
+        return;
+      }
     }
+  }
+
+  /** Waits for {@code p}; false when it was never written and the call was sent again. */
+  private boolean awaitSent(Pending p) {
     Connection conn = sentOn;
     conn.await(p, deadlineNanos);
     Object o = p.outcome;
@@ -102,7 +115,7 @@ final class Call {
                     "deadline passed before holdfastd answered",
                     correlationId,
                     null));
-        return;
+        return true;
       }
       while ((o = p.outcome) == null) { // another thread took it and is handing it over
         Thread.yield();
@@ -110,9 +123,15 @@ final class Call {
     }
     if (o instanceof Response r) {
       respond(r, conn);
+    } else if (o instanceof Connection.Lost lost && lost.unsent() && unsent != null) {
+      sent = null;
+      Throwable c = lost.cause();
+      unsent.accept(this, c instanceof java.io.IOException io ? io : new java.io.IOException(c));
+      return sent == null; // sent again (a new transmission to wait for), or completed
     } else {
       connectionLost(((Connection.Lost) o).cause());
     }
+    return true;
   }
 
   void respond(Response r, Connection on) {

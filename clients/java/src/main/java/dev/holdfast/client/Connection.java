@@ -131,27 +131,37 @@ final class Connection {
     }
     outbox.add(p);
     // Whoever finds no writer at work writes every queued frame (its own and those queued
-    // meanwhile) in one gathering write; the others wait for that write, which is under way.
-    for (int spins = 0; p.sendState == QUEUED; spins++) {
+    // meanwhile) in one gathering write. A blocking caller goes on to wait for its answer at once:
+    // if its frame cannot be written, its wait ends with an unsent outcome and it sends again.
+    // An asynchronous caller waits for the write under way, to learn whether to send again.
+    for (int spins = 0; ; spins++) {
       if (flushing.compareAndSet(false, true)) {
         try {
           flush();
         } finally {
           flushing.set(false);
         }
-      } else if (spins < 100) {
+        if (!outbox.isEmpty()) {
+          continue; // queued as the flush ended: its sender may have seen the flag still set
+        }
+      }
+      if (p.waiter != null || p.sendState != QUEUED) {
+        break;
+      }
+      if (spins < 100) {
         Thread.yield();
       } else {
         LockSupport.parkNanos(20_000); // a write stalled on a full socket buffer
       }
     }
+    if (p.waiter != null) {
+      return;
+    }
     p.frame = null;
     if (p.sendState == UNSENT) {
       throw new IOException("could not write the request", failure.get());
     }
-    if (p.waiter == null) {
-      ensureReader();
-    }
+    ensureReader();
   }
 
   /** Writes queued frames until none is left. Holder of {@link #flushing} only. */
@@ -186,12 +196,12 @@ final class Connection {
         // Frames not (completely) written: the daemon never acts on them, so their senders may
         // send them again elsewhere. Those fail() got to first are its to complete.
         for (int i = done; i < n; i++) {
-          unsent(batch[i]);
+          unsent(batch[i], e);
           batch[i] = null;
           gather[i] = null;
         }
         while ((q = outbox.poll()) != null) {
-          unsent(q);
+          unsent(q, e);
         }
         fail(e);
         return;
@@ -199,8 +209,13 @@ final class Connection {
     }
   }
 
-  private void unsent(Call.Pending q) {
-    q.sendState = take(q.id, q) ? UNSENT : DROPPED;
+  private void unsent(Call.Pending q, Throwable cause) {
+    boolean mine = take(q.id, q);
+    q.sendState = mine ? UNSENT : DROPPED;
+    if (mine && q.waiter != null) {
+      q.outcome = new Lost(cause, true);
+      LockSupport.unpark(q.waiter);
+    }
   }
 
   private void awaitWritable(long deadlineNanos) throws IOException {
@@ -480,7 +495,7 @@ final class Connection {
         continue;
       }
       if (p.waiter != null) {
-        p.outcome = new Lost(cause);
+        p.outcome = new Lost(cause, false);
         LockSupport.unpark(p.waiter);
       } else {
         p.finish().connectionLost(cause);
@@ -496,8 +511,11 @@ final class Connection {
     sessions.connectionEnded(cause);
   }
 
-  /** The outcome of a blocking call whose connection failed before its answer. */
-  record Lost(Throwable cause) {}
+  /**
+   * The outcome of a blocking call whose connection failed before its answer; {@code unsent}: its
+   * frame was not (completely) written, so the daemon never saw it and it may be sent again.
+   */
+  record Lost(Throwable cause, boolean unsent) {}
 
   private static void closeQuietly(Selector s) {
     try {

@@ -1209,11 +1209,14 @@ public final class HoldfastClient implements AutoCloseable {
     if (call.blocking) {
       Call.Pending p = new Call.Pending(call, Thread.currentThread());
       try {
-        conn.send(id, p, frame, call.deadlineNanos);
         call.sentOn = conn;
         call.sentId = id;
+        call.sentResent = resent;
+        call.unsent = (c, e) -> sendFailed(c, c.sentResent, dials, e);
         call.sent = p; // its thread waits for it in awaitBlocking: no timer
+        conn.send(id, p, frame, call.deadlineNanos);
       } catch (IOException e) {
+        call.sent = null;
         sendFailed(call, resent, dials, e);
       }
       return;

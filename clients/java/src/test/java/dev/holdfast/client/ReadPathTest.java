@@ -308,4 +308,25 @@ class ReadPathTest {
       assertEquals("patient", patient.get(5, TimeUnit.SECONDS), "still read after both left");
     }
   }
+
+  @Test
+  void aBlockingCallWhoseFrameCouldNotBeWrittenIsSentAgainOnANewConnection() throws Exception {
+    AtomicReference<SocketChannel> first = new AtomicReference<>();
+    java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
+    try (ScriptedPeer peer =
+            new ScriptedPeer(
+                (p, c, req) -> {
+                  first.compareAndSet(null, c);
+                  seen.incrementAndGet();
+                  p.send(c, okHealth(req));
+                });
+        HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
+      assertEquals("one", client.health(named("one", Duration.ofSeconds(5))).getVersion());
+      peer.dropConnections(); // the daemon restarted while the client sat idle: nobody reads
+      Thread.sleep(50);
+      // The write on the dead connection fails (EPIPE): never seen by the daemon, sent again.
+      assertEquals("two", client.health(named("two", Duration.ofSeconds(5))).getVersion());
+      assertEquals(2, seen.get(), "each call reached the daemon once");
+    }
+  }
 }
