@@ -1,5 +1,6 @@
 package dev.holdfast.client;
 
+import com.google.protobuf.CodedOutputStream;
 import com.google.protobuf.MessageLite;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -20,11 +21,19 @@ final class Framing {
       throw new FrameTooLargeException(
           "encoded request is " + size + " bytes, above the " + maxBody + "-byte frame limit");
     }
-    ByteBuffer buf = ByteBuffer.allocate(HEADER_BYTES + size);
-    buf.putInt(size);
-    buf.put(message.toByteArray());
-    buf.flip();
-    return buf;
+    byte[] frame = new byte[HEADER_BYTES + size];
+    frame[0] = (byte) (size >>> 24);
+    frame[1] = (byte) (size >>> 16);
+    frame[2] = (byte) (size >>> 8);
+    frame[3] = (byte) size;
+    try {
+      CodedOutputStream out = CodedOutputStream.newInstance(frame, HEADER_BYTES, size);
+      message.writeTo(out);
+      out.checkNoSpaceLeft();
+    } catch (IOException e) {
+      throw new IllegalStateException("encoding a request: " + e.getMessage(), e);
+    }
+    return ByteBuffer.wrap(frame);
   }
 
   /**
@@ -32,7 +41,12 @@ final class Framing {
    * stream cannot be trusted after that.
    */
   static int bodyLength(ByteBuffer header, int maxBody) throws IOException {
-    long n = Integer.toUnsignedLong(header.getInt(0));
+    return bodyLength(header, 0, maxBody);
+  }
+
+  /** {@link #bodyLength(ByteBuffer, int)} of a header at {@code at} in {@code buf}. */
+  static int bodyLength(ByteBuffer buf, int at, int maxBody) throws IOException {
+    long n = Integer.toUnsignedLong(buf.getInt(at));
     if (maxBody > 0 && n > maxBody) {
       throw new IOException(
           "daemon sent a " + n + "-byte frame, above the " + maxBody + "-byte read limit");

@@ -184,11 +184,11 @@ public final class Hold implements AutoCloseable {
 
   /** Sets the remaining TTL to {@code ttl} from now and returns the TTL applied. */
   public Duration extend(Duration ttl) {
-    return HoldfastClient.await(extendAsync(ttl, null));
+    return HoldfastClient.await(() -> extendAsync(ttl, null));
   }
 
   public Duration extend(Duration ttl, CallOptions opts) {
-    return HoldfastClient.await(extendAsync(ttl, opts));
+    return HoldfastClient.await(() -> extendAsync(ttl, opts));
   }
 
   public CompletableFuture<Integer> releaseAsync(CallOptions opts) {
@@ -197,7 +197,7 @@ public final class Hold implements AutoCloseable {
 
   /** Releases the hold; returns how many resources were released. */
   public int release() {
-    return HoldfastClient.await(releaseAsync(null));
+    return HoldfastClient.await(() -> releaseAsync(null));
   }
 
   public CompletableFuture<Confirmation> confirmAsync(ConfirmOptions confirm, CallOptions opts) {
@@ -206,17 +206,17 @@ public final class Hold implements AutoCloseable {
 
   /** See {@link HoldfastClient#confirmAsync}. */
   public Confirmation confirm(ConfirmOptions confirm) {
-    return HoldfastClient.await(confirmAsync(confirm, null));
+    return HoldfastClient.await(() -> confirmAsync(confirm, null));
   }
 
   public Confirmation confirm(ConfirmOptions confirm, CallOptions opts) {
-    return HoldfastClient.await(confirmAsync(confirm, opts));
+    return HoldfastClient.await(() -> confirmAsync(confirm, opts));
   }
 
   /** This hold's resources, with {@code owned} set where this token still holds them. */
   public List<ResourceStatus> status() {
     return HoldfastClient.await(
-        client.statusAsync(namespace, partition, ids, token, segment, null));
+        () -> client.statusAsync(namespace, partition, ids, token, segment, null));
   }
 
   /**

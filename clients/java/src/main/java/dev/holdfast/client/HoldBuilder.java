@@ -140,6 +140,6 @@ public final class HoldBuilder {
    * HoldfastException.Unavailable} or {@link HoldfastException.DeadlineExceeded}.
    */
   public Hold acquire() {
-    return HoldfastClient.await(acquireAsync());
+    return HoldfastClient.await(() -> acquireAsync());
   }
 }

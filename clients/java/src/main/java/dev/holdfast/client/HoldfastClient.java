@@ -18,7 +18,6 @@ import dev.holdfast.v1.StatusRequest;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.HexFormat;
@@ -37,6 +36,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 
 /**
  * Client for holdfastd over its Unix socket.
@@ -94,7 +94,6 @@ public final class HoldfastClient implements AutoCloseable {
   static final int BACKOFF_MULTIPLIER = 2;
   static final long MAX_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(500);
   static final double BACKOFF_JITTER = 0.2;
-  private static final SecureRandom RANDOM = new SecureRandom();
 
   private final Path socketPath;
   private final Duration defaultTimeout;
@@ -364,12 +363,12 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public Hold hold(String namespace, String partition, List<String> ids, Duration ttl) {
-    return await(holdAsync(namespace, partition, ids, null, ttl, null));
+    return await(() -> holdAsync(namespace, partition, ids, null, ttl, null));
   }
 
   public Hold hold(
       String namespace, String partition, List<String> ids, Duration ttl, CallOptions opts) {
-    return await(holdAsync(namespace, partition, ids, null, ttl, opts));
+    return await(() -> holdAsync(namespace, partition, ids, null, ttl, opts));
   }
 
   /**
@@ -378,7 +377,7 @@ public final class HoldfastClient implements AutoCloseable {
    */
   public Hold hold(
       String namespace, String partition, List<String> ids, Segment segment, Duration ttl) {
-    return await(holdAsync(namespace, partition, ids, segment, ttl, null));
+    return await(() -> holdAsync(namespace, partition, ids, segment, ttl, null));
   }
 
   public Hold hold(
@@ -388,7 +387,7 @@ public final class HoldfastClient implements AutoCloseable {
       Segment segment,
       Duration ttl,
       CallOptions opts) {
-    return await(holdAsync(namespace, partition, ids, segment, ttl, opts));
+    return await(() -> holdAsync(namespace, partition, ids, segment, ttl, opts));
   }
 
   /**
@@ -432,11 +431,11 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public Duration extend(Hold hold, Duration ttl) {
-    return await(extendAsync(hold, ttl, null));
+    return await(() -> extendAsync(hold, ttl, null));
   }
 
   public Duration extend(Hold hold, Duration ttl, CallOptions opts) {
-    return await(extendAsync(hold, ttl, opts));
+    return await(() -> extendAsync(hold, ttl, opts));
   }
 
   /** Releases the hold; returns how many resources it released. */
@@ -461,11 +460,11 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public int release(Hold hold) {
-    return await(releaseAsync(hold, null));
+    return await(() -> releaseAsync(hold, null));
   }
 
   public int release(Hold hold, CallOptions opts) {
-    return await(releaseAsync(hold, opts));
+    return await(() -> releaseAsync(hold, opts));
   }
 
   /**
@@ -513,11 +512,11 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public Confirmation confirm(Hold hold, ConfirmOptions confirm) {
-    return await(confirmAsync(hold, confirm, null));
+    return await(() -> confirmAsync(hold, confirm, null));
   }
 
   public Confirmation confirm(Hold hold, ConfirmOptions confirm, CallOptions opts) {
-    return await(confirmAsync(hold, confirm, opts));
+    return await(() -> confirmAsync(hold, confirm, opts));
   }
 
   /**
@@ -576,7 +575,7 @@ public final class HoldfastClient implements AutoCloseable {
       List<String> ids,
       String idempotencyKey,
       String reference) {
-    return await(cancelAsync(namespace, partition, ids, idempotencyKey, reference, null));
+    return await(() -> cancelAsync(namespace, partition, ids, idempotencyKey, reference, null));
   }
 
   public CancelResult cancel(
@@ -586,7 +585,7 @@ public final class HoldfastClient implements AutoCloseable {
       String idempotencyKey,
       String reference,
       CallOptions opts) {
-    return await(cancelAsync(namespace, partition, ids, idempotencyKey, reference, opts));
+    return await(() -> cancelAsync(namespace, partition, ids, idempotencyKey, reference, opts));
   }
 
   public CancelResult cancel(
@@ -596,7 +595,7 @@ public final class HoldfastClient implements AutoCloseable {
       Segment segment,
       String idempotencyKey,
       String reference) {
-    return await(cancelAsync(namespace, partition, ids, segment, idempotencyKey, reference, null));
+    return await(() -> cancelAsync(namespace, partition, ids, segment, idempotencyKey, reference, null));
   }
 
   public CancelResult cancel(
@@ -607,7 +606,7 @@ public final class HoldfastClient implements AutoCloseable {
       String idempotencyKey,
       String reference,
       CallOptions opts) {
-    return await(cancelAsync(namespace, partition, ids, segment, idempotencyKey, reference, opts));
+    return await(() -> cancelAsync(namespace, partition, ids, segment, idempotencyKey, reference, opts));
   }
 
   /**
@@ -630,22 +629,22 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public List<ResourceStatus> status(String namespace, String partition, List<String> ids) {
-    return await(statusAsync(namespace, partition, ids, "", null, null));
+    return await(() -> statusAsync(namespace, partition, ids, "", null, null));
   }
 
   public List<ResourceStatus> status(
       String namespace, String partition, List<String> ids, CallOptions opts) {
-    return await(statusAsync(namespace, partition, ids, "", null, opts));
+    return await(() -> statusAsync(namespace, partition, ids, "", null, opts));
   }
 
   public List<ResourceStatus> status(
       String namespace, String partition, List<String> ids, Segment segment) {
-    return await(statusAsync(namespace, partition, ids, "", segment, null));
+    return await(() -> statusAsync(namespace, partition, ids, "", segment, null));
   }
 
   public List<ResourceStatus> status(
       String namespace, String partition, List<String> ids, Segment segment, CallOptions opts) {
-    return await(statusAsync(namespace, partition, ids, "", segment, opts));
+    return await(() -> statusAsync(namespace, partition, ids, "", segment, opts));
   }
 
   CompletableFuture<List<ResourceStatus>> statusAsync(
@@ -725,12 +724,12 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public UnitsHold holdUnits(String namespace, String partition, List<Units> units, Duration ttl) {
-    return await(holdUnitsAsync(namespace, partition, units, ttl, null));
+    return await(() -> holdUnitsAsync(namespace, partition, units, ttl, null));
   }
 
   public UnitsHold holdUnits(
       String namespace, String partition, List<Units> units, Duration ttl, CallOptions opts) {
-    return await(holdUnitsAsync(namespace, partition, units, ttl, opts));
+    return await(() -> holdUnitsAsync(namespace, partition, units, ttl, opts));
   }
 
   /**
@@ -848,7 +847,7 @@ public final class HoldfastClient implements AutoCloseable {
       List<Units> units,
       String idempotencyKey,
       String reference) {
-    return await(cancelUnitsAsync(namespace, partition, units, idempotencyKey, reference, null));
+    return await(() -> cancelUnitsAsync(namespace, partition, units, idempotencyKey, reference, null));
   }
 
   public UnitsCancelResult cancelUnits(
@@ -858,7 +857,7 @@ public final class HoldfastClient implements AutoCloseable {
       String idempotencyKey,
       String reference,
       CallOptions opts) {
-    return await(cancelUnitsAsync(namespace, partition, units, idempotencyKey, reference, opts));
+    return await(() -> cancelUnitsAsync(namespace, partition, units, idempotencyKey, reference, opts));
   }
 
   /**
@@ -871,12 +870,12 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public List<PoolStatus> poolStatus(String namespace, String partition, List<String> pools) {
-    return await(poolStatusAsync(namespace, partition, pools, "", null));
+    return await(() -> poolStatusAsync(namespace, partition, pools, "", null));
   }
 
   public List<PoolStatus> poolStatus(
       String namespace, String partition, List<String> pools, CallOptions opts) {
-    return await(poolStatusAsync(namespace, partition, pools, "", opts));
+    return await(() -> poolStatusAsync(namespace, partition, pools, "", opts));
   }
 
   CompletableFuture<List<PoolStatus>> poolStatusAsync(
@@ -928,12 +927,12 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public PoolCapacity setCapacity(String namespace, String partition, String pool, long capacity) {
-    return await(setCapacityAsync(namespace, partition, pool, capacity, null));
+    return await(() -> setCapacityAsync(namespace, partition, pool, capacity, null));
   }
 
   public PoolCapacity setCapacity(
       String namespace, String partition, String pool, long capacity, CallOptions opts) {
-    return await(setCapacityAsync(namespace, partition, pool, capacity, opts));
+    return await(() -> setCapacityAsync(namespace, partition, pool, capacity, opts));
   }
 
   /**
@@ -952,12 +951,12 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public PoolCapacity setDefaultCapacity(String namespace, String partition, long capacity) {
-    return await(setDefaultCapacityAsync(namespace, partition, capacity, null));
+    return await(() -> setDefaultCapacityAsync(namespace, partition, capacity, null));
   }
 
   public PoolCapacity setDefaultCapacity(
       String namespace, String partition, long capacity, CallOptions opts) {
-    return await(setDefaultCapacityAsync(namespace, partition, capacity, opts));
+    return await(() -> setDefaultCapacityAsync(namespace, partition, capacity, opts));
   }
 
   private CompletableFuture<PoolCapacity> setCapacityAsync(
@@ -999,12 +998,12 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public PoolCapacities getCapacity(String namespace, String partition, List<String> pools) {
-    return await(getCapacityAsync(namespace, partition, pools, null));
+    return await(() -> getCapacityAsync(namespace, partition, pools, null));
   }
 
   public PoolCapacities getCapacity(
       String namespace, String partition, List<String> pools, CallOptions opts) {
-    return await(getCapacityAsync(namespace, partition, pools, opts));
+    return await(() -> getCapacityAsync(namespace, partition, pools, opts));
   }
 
   /** Asks whether the daemon is live and ready (Redis up, scripts loaded, not draining). */
@@ -1020,11 +1019,11 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public HealthResponse health() {
-    return await(healthAsync(null));
+    return await(() -> healthAsync(null));
   }
 
   public HealthResponse health(CallOptions opts) {
-    return await(healthAsync(opts));
+    return await(() -> healthAsync(opts));
   }
 
   /** The daemon's counters in Prometheus text format. */
@@ -1041,11 +1040,11 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   public String metrics() {
-    return await(metricsAsync(null));
+    return await(() -> metricsAsync(null));
   }
 
   public String metrics(CallOptions opts) {
-    return await(metricsAsync(opts));
+    return await(() -> metricsAsync(opts));
   }
 
   /**
@@ -1073,6 +1072,42 @@ public final class HoldfastClient implements AutoCloseable {
   }
 
   // ---- transport ----------------------------------------------------------------------------
+
+  /** The blocking call being started on this thread, if any: see {@link #await(Supplier)}. */
+  private static final class BlockingSlot {
+    boolean armed;
+    Call call;
+  }
+
+  private static final ThreadLocal<BlockingSlot> BLOCKING =
+      ThreadLocal.withInitial(BlockingSlot::new);
+
+  /**
+   * Runs a blocking variant: starts {@code op} with the first call it starts on this thread marked
+   * blocking, so this thread waits for that answer itself (reading it when no other thread reads:
+   * no timer task, no hand-off), then waits for the future and rethrows the HoldfastException it
+   * failed with.
+   */
+  static <T> T await(Supplier<CompletableFuture<T>> op) {
+    BlockingSlot slot = BLOCKING.get();
+    if (slot.armed) { // started from inside another blocking start: plain
+      return await(op.get());
+    }
+    slot.armed = true;
+    CompletableFuture<T> f;
+    Call call;
+    try {
+      f = op.get();
+    } finally {
+      call = slot.call;
+      slot.call = null;
+      slot.armed = false;
+    }
+    if (call != null) {
+      call.awaitBlocking();
+    }
+    return await(f);
+  }
 
   /** Waits for the blocking variant: rethrows the HoldfastException the future failed with. */
   static <T> T await(CompletableFuture<T> f) {
@@ -1115,6 +1150,11 @@ public final class HoldfastClient implements AutoCloseable {
     req.setTraceparent(TraceParents.forCall(o.traceParent()));
     long deadline = System.nanoTime() + saturatedNanos(timeout);
     Call call = new Call(op, corr, req, deadline, callbacks);
+    BlockingSlot slot = BLOCKING.get();
+    if (slot.armed && slot.call == null) {
+      call.blocking = true;
+      slot.call = call;
+    }
     attempt(call, false, 0, null);
     return call;
   }
@@ -1150,6 +1190,7 @@ public final class HoldfastClient implements AutoCloseable {
     } catch (IOException e) {
       long wait =
           Math.min(reconnectDelayNanos(dials, ThreadLocalRandom.current().nextDouble()), left);
+      call.blocking = false; // the timer takes it from here; the caller waits on the future
       schedule(call, () -> attempt(call, resent, dials + 1, e), wait);
       return;
     }
@@ -1165,7 +1206,22 @@ public final class HoldfastClient implements AutoCloseable {
               Code.CODE_RESOURCE_EXHAUSTED, call.op, e.getMessage(), call.correlationId, null));
       return;
     }
-    Call.Pending p = new Call.Pending(call);
+    if (call.blocking) {
+      Call.Pending p = new Call.Pending(call, Thread.currentThread());
+      try {
+        call.sentOn = conn;
+        call.sentId = id;
+        call.sentResent = resent;
+        call.unsent = (c, e) -> sendFailed(c, c.sentResent, dials, e);
+        call.sent = p; // its thread waits for it in awaitBlocking: no timer
+        conn.send(id, p, frame, call.deadlineNanos);
+      } catch (IOException e) {
+        call.sent = null;
+        sendFailed(call, resent, dials, e);
+      }
+      return;
+    }
+    Call.Pending p = new Call.Pending(call, null);
     Runnable expire =
         () -> {
           if (conn.abandon(id, p)) {
@@ -1184,24 +1240,28 @@ public final class HoldfastClient implements AutoCloseable {
     }
     p.timeout = timeout; // a response that arrives first cancels it
     try {
-      conn.send(id, p, frame);
+      conn.send(id, p, frame, call.deadlineNanos);
     } catch (IOException e) {
       p.finish();
-      if (isClosed()) {
-        call.fail(new HoldfastException.ClientClosed(call.op));
-      } else if (!resent) {
-        // The daemon never acts on an incomplete frame, so one resend on a fresh connection is
-        // safe (the usual case: the daemon restarted while this client sat idle).
-        attempt(call, true, dials, null);
-      } else {
-        call.fail(
-            HoldfastException.of(
-                Code.CODE_UNAVAILABLE,
-                call.op,
-                "could not send the request",
-                call.correlationId,
-                e));
-      }
+      sendFailed(call, resent, dials, e);
+    }
+  }
+
+  private void sendFailed(Call call, boolean resent, int dials, IOException e) {
+    if (isClosed()) {
+      call.fail(new HoldfastException.ClientClosed(call.op));
+    } else if (!resent) {
+      // The daemon never acts on an incomplete frame, so one resend on a fresh connection is
+      // safe (the usual case: the daemon restarted while this client sat idle).
+      attempt(call, true, dials, null);
+    } else {
+      call.fail(
+          HoldfastException.of(
+              Code.CODE_UNAVAILABLE,
+              call.op,
+              "could not send the request",
+              call.correlationId,
+              e));
     }
   }
 
@@ -1294,9 +1354,12 @@ public final class HoldfastClient implements AutoCloseable {
     return timeoutMs(saturatedNanos(ttl));
   }
 
+  /**
+   * A fresh correlation id, {@code java-} and 16 hex digits. It names a call in logs and traces and
+   * guards nothing, so it comes from ThreadLocalRandom: a SecureRandom (one lock, /dev/urandom)
+   * showed in the profile of every call.
+   */
   static String newCorrelationId() {
-    byte[] b = new byte[8];
-    RANDOM.nextBytes(b);
-    return "java-" + HexFormat.of().formatHex(b);
+    return "java-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong());
   }
 }

@@ -34,6 +34,23 @@ final class SessionHolds {
         }
       };
   private HoldfastException ended; // guarded by this
+  /** holds.size(), readable without the lock (the connection asks on every frame it reads). */
+  private volatile int count;
+  /** Run after a hold registers: the connection keeps a reader while session holds exist. */
+  private final Runnable onRegistered;
+
+  SessionHolds() {
+    this(() -> {});
+  }
+
+  SessionHolds(Runnable onRegistered) {
+    this.onRegistered = onRegistered;
+  }
+
+  /** Whether no session hold is registered. */
+  boolean isEmpty() {
+    return count == 0;
+  }
 
   private static Key key(Hold h) {
     return new Key(h.namespace(), h.partition(), h.fence());
@@ -50,10 +67,13 @@ final class SessionHolds {
       }
       if (lost == null) {
         holds.put(k, hold);
+        count = holds.size();
       }
     }
     if (lost != null) {
       hold.sessionLost(lost);
+    } else {
+      onRegistered.run();
     }
   }
 
@@ -61,6 +81,7 @@ final class SessionHolds {
   void forget(Hold hold) {
     synchronized (this) {
       holds.remove(key(hold), hold);
+      count = holds.size();
     }
   }
 
@@ -85,6 +106,7 @@ final class SessionHolds {
           early.put(k, e);
         }
       }
+      count = holds.size();
     }
     for (int i = 0; i < found.size(); i++) {
       found.get(i).sessionLost(why.get(i));
@@ -113,6 +135,7 @@ final class SessionHolds {
       }
       all = new ArrayList<>(holds.values());
       holds.clear();
+      count = 0;
       early.clear();
     }
     for (Hold h : all) {

@@ -106,11 +106,11 @@ public final class UnitsHold implements AutoCloseable {
    * namespace's default) and returns the TTL applied. Owner-checked, all or nothing.
    */
   public Duration extend(Duration ttl) {
-    return HoldfastClient.await(extendAsync(ttl, null));
+    return HoldfastClient.await(() -> extendAsync(ttl, null));
   }
 
   public Duration extend(Duration ttl, CallOptions opts) {
-    return HoldfastClient.await(extendAsync(ttl, opts));
+    return HoldfastClient.await(() -> extendAsync(ttl, opts));
   }
 
   public CompletableFuture<Integer> releaseAsync(CallOptions opts) {
@@ -119,11 +119,11 @@ public final class UnitsHold implements AutoCloseable {
 
   /** Gives the units back; returns how many units this token held and gave back. */
   public int release() {
-    return HoldfastClient.await(releaseAsync(null));
+    return HoldfastClient.await(() -> releaseAsync(null));
   }
 
   public int release(CallOptions opts) {
-    return HoldfastClient.await(releaseAsync(opts));
+    return HoldfastClient.await(() -> releaseAsync(opts));
   }
 
   public CompletableFuture<UnitsConfirmation> confirmAsync(
@@ -140,17 +140,17 @@ public final class UnitsHold implements AutoCloseable {
    * of these units any more.
    */
   public UnitsConfirmation confirm(ConfirmOptions confirm) {
-    return HoldfastClient.await(confirmAsync(confirm, null));
+    return HoldfastClient.await(() -> confirmAsync(confirm, null));
   }
 
   public UnitsConfirmation confirm(ConfirmOptions confirm, CallOptions opts) {
-    return HoldfastClient.await(confirmAsync(confirm, opts));
+    return HoldfastClient.await(() -> confirmAsync(confirm, opts));
   }
 
   /** Each pool of the hold, with {@code owned} the units this token holds and their TTL. */
   public List<PoolStatus> status() {
     return HoldfastClient.await(
-        client.poolStatusAsync(namespace, partition, pools(), token, null));
+        () -> client.poolStatusAsync(namespace, partition, pools(), token, null));
   }
 
   /**
