@@ -3,54 +3,23 @@ package dev.holdfast.client;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Waiting in line ({@code HoldRequest.wait_ms}, docs/waiting.md) against the real daemon. These
  * fail against a daemon that does not wait yet (it answers {@code HELD_BY_ANOTHER} at once).
  */
-@ExtendWith(LiveDaemon.class)
-class LiveWaitTest {
+class LiveWaitTest extends LiveTestBase {
   private static final String SEAT = "seat";
 
-  private final List<HoldfastClient> clients = new ArrayList<>();
-  private String partition;
-
-  @BeforeEach
-  void setUp(TestInfo info) {
-    LiveDaemon.Stack s = LiveDaemon.stack;
-    assumeTrue(s.skipReason == null, s.skipReason);
-    if (s.failure != null) {
-      fail("live daemon did not start: " + s.failure);
-    }
-    partition =
-        "java-" + info.getTestMethod().map(m -> m.getName()).orElse("t") + "-" + System.nanoTime();
-  }
-
-  @AfterEach
-  void tearDown() {
-    clients.forEach(HoldfastClient::close);
-  }
-
-  private HoldfastClient client() {
-    HoldfastClient c =
-        HoldfastClient.builder(LiveDaemon.stack.socket)
-            .defaultTimeout(Duration.ofSeconds(2)) // shorter than the wait: waitFor raises it
-            .connect();
-    clients.add(c);
-    return c;
+  @Override
+  protected HoldfastClient client() {
+    return client(Duration.ofSeconds(2)); // shorter than the wait: waitFor raises it
   }
 
   @Test

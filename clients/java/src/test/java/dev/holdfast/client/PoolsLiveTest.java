@@ -4,81 +4,47 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.holdfast.v1.Code;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Pools against the real daemon (docs/pools.md): the test stack's {@code ga} namespace (kind
  * {@code pools}, confirmable; tools/devstack.sh adds it when PostgreSQL is there), a partition per
  * test.
  */
-@ExtendWith(LiveDaemon.class)
-class PoolsLiveTest {
+class PoolsLiveTest extends LiveTestBase {
   private static final String GA = "ga";
   private static final Duration TTL = Duration.ofSeconds(30);
 
-  private final List<HoldfastClient> clients = new ArrayList<>();
-  private String show;
-
-  @BeforeEach
-  void setUp(TestInfo info) {
-    LiveDaemon.Stack s = LiveDaemon.stack;
-    assumeTrue(s.skipReason == null, s.skipReason);
-    if (s.failure != null) {
-      fail("live daemon did not start: " + s.failure);
-    }
-    show =
-        "java-" + info.getTestMethod().map(m -> m.getName()).orElse("t") + "-" + System.nanoTime();
-  }
-
-  @AfterEach
-  void tearDown() {
-    clients.forEach(HoldfastClient::close);
-  }
-
-  private HoldfastClient client() {
-    HoldfastClient c =
-        HoldfastClient.builder(LiveDaemon.stack.socket)
-            .defaultTimeout(Duration.ofSeconds(5))
-            .connect();
-    clients.add(c);
-    return c;
-  }
 
   /** Sets the capacities; skips when the stack has no pools namespace (no PostgreSQL). */
   private void capacities(HoldfastClient c, long adult, long child) {
     try {
-      c.setCapacity(GA, show, "adult", adult);
+      c.setCapacity(GA, partition, "adult", adult);
     } catch (HoldfastException e) {
       assumeTrue(e.getCode() != Code.CODE_NOT_FOUND, "no pools namespace 'ga': " + e.getMessage());
       throw e;
     }
-    c.setCapacity(GA, show, "child", child);
+    c.setCapacity(GA, partition, "child", child);
   }
 
   private PoolStatus pool(HoldfastClient c, String pool) {
-    return c.poolStatus(GA, show, List.of(pool)).get(0);
+    return c.poolStatus(GA, partition, List.of(pool)).get(0);
   }
 
   @Test
   void capacityIsSetReadAndNeverBelowSold() {
     HoldfastClient c = client();
     capacities(c, 5, 2);
-    PoolCapacity set = c.setCapacity(GA, show, "adult", 6);
+    PoolCapacity set = c.setCapacity(GA, partition, "adult", 6);
     assertEquals(new PoolCapacity("adult", 6, 0, false), set);
-    assertEquals(new PoolCapacity("", 1, 0, true), c.setDefaultCapacity(GA, show, 1));
+    assertEquals(new PoolCapacity("", 1, 0, true), c.setDefaultCapacity(GA, partition, 1));
 
-    PoolCapacities caps = c.getCapacity(GA, show, List.of("adult", "child", "user-17"));
+    PoolCapacities caps = c.getCapacity(GA, partition, List.of("adult", "child", "user-17"));
     assertEquals(1, caps.defaultCapacity());
     assertEquals(
         List.of(
@@ -87,15 +53,15 @@ class PoolsLiveTest {
             new PoolCapacity("user-17", 1, 0, true)),
         caps.pools());
 
-    try (UnitsHold h = c.holdUnits(GA, show, List.of(Units.of("adult", 4)), TTL)) {
-      h.confirm(ConfirmOptions.of("cap-" + show, "order-1"));
+    try (UnitsHold h = c.holdUnits(GA, partition, List.of(Units.of("adult", 4)), TTL)) {
+      h.confirm(ConfirmOptions.of("cap-" + partition, "order-1"));
     }
     HoldfastException below =
-        assertThrows(HoldfastException.class, () -> c.setCapacity(GA, show, "adult", 3));
+        assertThrows(HoldfastException.class, () -> c.setCapacity(GA, partition, "adult", 3));
     assertEquals(Code.CODE_FAILED_PRECONDITION, below.getCode());
     assertEquals("capacity", below.getField());
     assertEquals("adult", below.getResourceId());
-    assertEquals(new PoolCapacity("adult", 4, 4, false), c.setCapacity(GA, show, "adult", 4));
+    assertEquals(new PoolCapacity("adult", 4, 4, false), c.setCapacity(GA, partition, "adult", 4));
   }
 
   @Test
@@ -104,7 +70,7 @@ class PoolsLiveTest {
     HoldfastClient b = client();
     capacities(a, 5, 2);
     List<Units> family = List.of(Units.of("adult", 2), Units.of("child", 1));
-    try (UnitsHold first = a.holdUnits(GA, show, List.of(Units.of("adult", 4)), TTL)) {
+    try (UnitsHold first = a.holdUnits(GA, partition, List.of(Units.of("adult", 4)), TTL)) {
       assertTrue(first.fence() != 0);
       assertFalse(first.toString().contains(first.token()));
       List<PoolStatus> mine = first.status();
@@ -119,24 +85,25 @@ class PoolsLiveTest {
       // 2 adults asked, 1 free: nothing is taken, not even the child.
       HoldfastException.HeldByAnother busy =
           assertThrows(
-              HoldfastException.HeldByAnother.class, () -> b.holdUnits(GA, show, family, TTL));
+              HoldfastException.HeldByAnother.class, () -> b.holdUnits(GA, partition, family, TTL));
       assertEquals("adult", busy.getResourceId());
       assertEquals(0, pool(b, "child").held());
       assertEquals(0, pool(b, "adult").owned(), "owned needs the token");
 
-      first.confirm(ConfirmOptions.of("sold-" + show, "order-1"));
+      first.confirm(ConfirmOptions.of("sold-" + partition, "order-1"));
     }
     PoolStatus adult = pool(b, "adult");
     assertEquals(List.of(4L, 0L, 1L), List.of(adult.sold(), adult.held(), adult.free()));
     // 2 asked, 1 left unsold: sold out, naming the pool; again nothing taken.
     HoldfastException.Confirmed soldOut =
-        assertThrows(HoldfastException.Confirmed.class, () -> b.holdUnits(GA, show, family, TTL));
+        assertThrows(
+            HoldfastException.Confirmed.class, () -> b.holdUnits(GA, partition, family, TTL));
     assertEquals("adult", soldOut.getResourceId());
     assertEquals(0, pool(b, "child").held());
 
     // A hold that fits, extended and released; its units come back.
     UnitsHold last =
-        b.holdUnits(GA, show, List.of(Units.of("adult", 1), Units.of("child", 2)), TTL);
+        b.holdUnits(GA, partition, List.of(Units.of("adult", 1), Units.of("child", 2)), TTL);
     assertEquals(Duration.ofMinutes(1), last.extend(Duration.ofMinutes(1)));
     assertTrue(last.status().get(1).ttl().compareTo(TTL) > 0);
     assertEquals(3, last.release());
@@ -150,10 +117,10 @@ class PoolsLiveTest {
     HoldfastClient c = client();
     capacities(c, 10, 5);
     List<Units> family = List.of(Units.of("adult", 2), Units.of("child", 1));
-    String key = "order-" + show + ":confirm";
-    ConfirmOptions opts = new ConfirmOptions(key, "order-" + show, new byte[] {1, 2, 3});
+    String key = "order-" + partition + ":confirm";
+    ConfirmOptions opts = new ConfirmOptions(key, "order-" + partition, new byte[] {1, 2, 3});
     UnitsConfirmation conf;
-    UnitsHold h = c.holdUnits(GA, show, family, TTL);
+    UnitsHold h = c.holdUnits(GA, partition, family, TTL);
     try (h) {
       conf = h.confirm(opts);
     }
@@ -169,19 +136,20 @@ class PoolsLiveTest {
     assertEquals(2, pool(c, "adult").sold());
 
     // Confirm only what the token holds; a hold gone is HOLD_LOST.
-    UnitsHold gone = c.holdUnits(GA, show, List.of(Units.of("adult", 1)), TTL);
+    UnitsHold gone = c.holdUnits(GA, partition, List.of(Units.of("adult", 1)), TTL);
     gone.release();
     assertThrows(
         HoldfastException.HoldLost.class,
-        () -> gone.confirm(ConfirmOptions.of("lost-" + show, "order-x")));
+        () -> gone.confirm(ConfirmOptions.of("lost-" + partition, "order-x")));
 
     // The customer returns one adult ticket.
-    String refund = "order-" + show + ":refund-1";
+    String refund = "order-" + partition + ":refund-1";
     UnitsCancelResult res =
-        c.cancelUnits(GA, show, List.of(Units.of("adult", 1)), refund, "order-" + show);
+        c.cancelUnits(GA, partition, List.of(Units.of("adult", 1)), refund, "order-" + partition);
     assertEquals(new UnitsCancelResult(1, false, List.of(Units.of("adult", 1))), res);
     assertTrue(
-        c.cancelUnits(GA, show, List.of(Units.of("adult", 1)), refund, "order-" + show).replayed());
+        c.cancelUnits(GA, partition, List.of(Units.of("adult", 1)), refund, "order-" + partition)
+            .replayed());
     assertEquals(1, pool(c, "adult").sold());
 
     // More than is sold under the reference: NOT_FOUND naming the pool, nothing cancelled.
@@ -191,15 +159,15 @@ class PoolsLiveTest {
             () ->
                 c.cancelUnits(
                     GA,
-                    show,
+                    partition,
                     List.of(Units.of("adult", 1), Units.of("child", 2)),
-                    "order-" + show + ":refund-2",
-                    "order-" + show));
+                    "order-" + partition + ":refund-2",
+                    "order-" + partition));
     assertEquals(Code.CODE_NOT_FOUND, nf.getCode());
     assertEquals("child", nf.getResourceId());
     assertEquals(1, pool(c, "adult").sold());
     assertEquals(1, pool(c, "child").sold());
-    PoolCapacities caps = c.getCapacity(GA, show, List.of("adult", "child"));
+    PoolCapacities caps = c.getCapacity(GA, partition, List.of("adult", "child"));
     assertEquals(List.of(1L, 1L), caps.pools().stream().map(PoolCapacity::sold).toList());
   }
 }

@@ -4,20 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.holdfast.v1.ResourceState;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Journey segments against the real daemon ({@code docs/segments.md}): the test stack's {@code
@@ -26,8 +19,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * strings holding a NUL byte are refused by the daemon ({@code INVALID_ARGUMENT} naming the field)
  * before anything is written; Java strings carry NUL freely and this client sends them as they are.
  */
-@ExtendWith(LiveDaemon.class)
-class SegmentLiveTest {
+class SegmentLiveTest extends LiveTestBase {
   private static final String TRAIN = "train";
   private static final String SEAT = "seat";
   private static final Duration TTL = Duration.ofSeconds(30);
@@ -35,33 +27,6 @@ class SegmentLiveTest {
   private static final ResourceState HELD = ResourceState.RESOURCE_STATE_HELD;
   private static final ResourceState CONFIRMED = ResourceState.RESOURCE_STATE_CONFIRMED;
 
-  private final List<HoldfastClient> clients = new ArrayList<>();
-  private String partition;
-
-  @BeforeEach
-  void setUp(TestInfo info) {
-    LiveDaemon.Stack s = LiveDaemon.stack;
-    assumeTrue(s.skipReason == null, s.skipReason);
-    if (s.failure != null) {
-      fail("live daemon did not start: " + s.failure);
-    }
-    partition =
-        "java-" + info.getTestMethod().map(m -> m.getName()).orElse("t") + "-" + System.nanoTime();
-  }
-
-  @AfterEach
-  void tearDown() {
-    clients.forEach(HoldfastClient::close);
-  }
-
-  private HoldfastClient client() {
-    HoldfastClient c =
-        HoldfastClient.builder(LiveDaemon.stack.socket)
-            .defaultTimeout(Duration.ofSeconds(5))
-            .connect();
-    clients.add(c);
-    return c;
-  }
 
   private Map<String, ResourceState> legs(HoldfastClient c, String seat, int from, int to) {
     Map<String, ResourceState> out = new LinkedHashMap<>();

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.holdfast.v1.ResourceState;
@@ -14,49 +13,17 @@ import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.TestInfo;
-import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
  * Session holds against the real daemon (docs/sessions.md), in the test stack's {@code seat}
  * namespace, whose session TTL is the default 5 s (renewed every third of it).
  */
-@ExtendWith(LiveDaemon.class)
-class SessionLiveTest {
+class SessionLiveTest extends LiveTestBase {
   private static final String SEAT = "seat";
   private static final ResourceState FREE = ResourceState.RESOURCE_STATE_FREE;
   private static final ResourceState HELD = ResourceState.RESOURCE_STATE_HELD;
 
-  private final List<HoldfastClient> clients = new ArrayList<>();
-  private String partition;
-
-  @BeforeEach
-  void setUp(TestInfo info) {
-    LiveDaemon.Stack s = LiveDaemon.stack;
-    assumeTrue(s.skipReason == null, s.skipReason);
-    if (s.failure != null) {
-      fail("live daemon did not start: " + s.failure);
-    }
-    partition =
-        "java-" + info.getTestMethod().map(m -> m.getName()).orElse("t") + "-" + System.nanoTime();
-  }
-
-  @AfterEach
-  void tearDown() {
-    clients.forEach(HoldfastClient::close);
-  }
-
-  private HoldfastClient client() {
-    HoldfastClient c =
-        HoldfastClient.builder(LiveDaemon.stack.socket)
-            .defaultTimeout(Duration.ofSeconds(5))
-            .connect();
-    clients.add(c);
-    return c;
-  }
 
   private List<ResourceState> states(HoldfastClient c, List<String> ids) {
     return c.status(SEAT, partition, ids).stream().map(ResourceStatus::state).toList();
