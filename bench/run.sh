@@ -14,8 +14,9 @@
 #   3. Pool holds and segment holds vs seat holds, through holdfastd; and
 #      waiting in line: release -> the waiter's grant (p50/p99) vs a plain
 #      Hold's round trip, one round at a time (bench_hold --wakeup).
-#   4. Memory: idle RSS, and RSS per idle connection (200 connections: the
-#      default limits.max_connections_per_uid is 256).
+#   4. Memory, measured first: idle RSS, and RSS per idle connection (200
+#      connections, each answered once: the default
+#      limits.max_connections_per_uid is 256).
 #   5. The clients against their peers (bench/clients/<language>/run.sh, each
 #      with its own stack), when asked for: bench/run.sh --clients.
 # Ends with one table: every goal of issue 15, what was measured, met or not.
@@ -41,6 +42,34 @@ trap 'tools/devstack.sh down "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
 tools/devstack.sh up "$dir" >/dev/null
 : >"$results"
 note() { echo "$1" >>"$results"; } # "key value" lines for the table
+
+echo "== 0. memory, first (later runs leave malloc's free lists full): idle RSS, and per idle connection"
+pid=$(cat "$dir/holdfastd.pid" 2>/dev/null || pgrep -f "holdfastd --config $dir/holdfast.lua" | head -1)
+python3 - "$dir/holdfast.sock" "$pid" >>"$results" <<'PY'
+import socket, sys, time
+path, pid = sys.argv[1], sys.argv[2]
+def rss_kib():
+    for line in open("/proc/%s/status" % pid):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+idle = rss_kib()
+conns = []
+# A Health request on each: the daemon has accepted it and set it up.
+health = bytes.fromhex("00000003") + bytes.fromhex("820100")
+for _ in range(200):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(path)
+    s.sendall(health)
+    conns.append(s)
+for s in conns:
+    s.recv(65536)
+time.sleep(0.5)
+per = (rss_kib() - idle) * 1024 / len(conns)
+print("idle_rss_mib %.1f" % (idle / 1024))
+print("per_conn_bytes %.0f" % per)
+for s in conns:
+    s.close()
+PY
 
 echo "== 1. pairs: holdfastd vs SET NX + script vs FCALL direct ($rounds rounds of ${seconds} s)"
 for round in $(seq "$rounds"); do
@@ -122,29 +151,6 @@ build/bench/bench_hold --socket "$dir/holdfast.sock" --redis "$dir/redis.sock" -
   --holds "$((seconds * 400))" | tee "$dir/wakeup"
 sed -n 's/^ratio wake-up\/hold round trip: p50 \([0-9.]*\)  p99 \([0-9.]*\).*/wakeup_p50 \1\nwakeup_p99 \2/p' \
   "$dir/wakeup" >>"$results"
-
-echo "== 4. memory: idle RSS, and per idle connection"
-pid=$(cat "$dir/holdfastd.pid" 2>/dev/null || pgrep -f "holdfastd --config $dir/holdfast.lua" | head -1)
-python3 - "$dir/holdfast.sock" "$pid" >>"$results" <<'PY'
-import socket, sys, time
-path, pid = sys.argv[1], sys.argv[2]
-def rss_kib():
-    for line in open("/proc/%s/status" % pid):
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-idle = rss_kib()
-conns = []
-for _ in range(200):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(path)
-    conns.append(s)
-time.sleep(1.0)
-per = (rss_kib() - idle) * 1024 / len(conns)
-print("idle_rss_mib %.1f" % (idle / 1024))
-print("per_conn_bytes %.0f" % per)
-for s in conns:
-    s.close()
-PY
 
 if [ "$clients" = 1 ]; then
   echo "== 5. clients against their peers"

@@ -1,6 +1,6 @@
-/* conn.c - a client connection's buffers, timers and lifetime. The read
- * buffer holds at most one frame plus its header; whole frames go to the
- * sink; responses go out through libuv's write queue, gathered per loop
+/* conn.c - a client connection's buffers, timers and lifetime. Reads land
+ * in a buffer shared by all connections and whole frames go to the sink from
+ * there; a connection keeps a buffer of its own only for a partial frame; responses go out through libuv's write queue, gathered per loop
  * iteration (the flusher, a prepare handle: it runs before the loop waits,
  * whatever phase queued them), and reading pauses while that queue is too
  * long.
@@ -205,9 +205,19 @@ void hf_conn_set_sink(struct hf_conn *conn, const struct hf_conn_sink *sink, voi
     conn->sink_ctx = ctx;
 }
 
+/* Reads land here while the connection keeps no partial frame (nearly
+ * always): whole frames go to the sink straight from it, and only what is
+ * left of a frame is copied into the connection's own buffer, which is freed
+ * once empty. So an idle connection holds no read buffer at all. */
+static uint8_t shared_read_buf[4 * READ_CHUNK];
+
 static void on_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *out) {
     (void)suggested;
     struct hf_conn *conn = h->data;
+    if (conn->len == 0) {
+        *out = uv_buf_init((char *)shared_read_buf, sizeof shared_read_buf);
+        return;
+    }
     size_t limit = conn->d->cfg->max_frame_bytes + HF_FRAME_HEADER;
     if (conn->cap - conn->len < READ_CHUNK / 4 && conn->cap < limit) {
         size_t cap = conn->cap ? conn->cap * 2 : READ_CHUNK;
@@ -419,13 +429,16 @@ void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid) {
 }
 
 /* Take every whole frame out of the buffer. */
-static void process_frames(struct hf_conn *conn) {
+/* Hands the whole frames at the start of data[0..len) to the sink; returns
+ * how many bytes they took. Stops early when the connection is closing, has
+ * given its final answer, or paused for its writes. */
+static size_t hand_frames(struct hf_conn *conn, const uint8_t *data, size_t len) {
     size_t off = 0;
     struct hf_config *cfg = conn->d->cfg;
     while (!conn->closing && !conn->close_after_write) {
         size_t payload;
         enum hf_frame_status st =
-            hf_frame_peek(conn->buf + off, conn->len - off, cfg->max_frame_bytes, &payload);
+            hf_frame_peek(data + off, len - off, cfg->max_frame_bytes, &payload);
         if (st == HF_FRAME_NEED_MORE) break;
         if (st == HF_FRAME_TOO_LARGE) {
             hf_metrics_inc(HF_C_FRAMES_REJECTED);
@@ -433,19 +446,53 @@ static void process_frames(struct hf_conn *conn) {
                      payload, cfg->max_frame_bytes);
             hf_conn_fatal(conn, HF_CODE(RESOURCE_EXHAUSTED),
                           "frame exceeds max_frame_bytes");
-            return;
+            break;
         }
-        const uint8_t *frame = conn->buf + off + HF_FRAME_HEADER;
+        const uint8_t *frame = data + off + HF_FRAME_HEADER;
         off += HF_FRAME_HEADER + payload;
         if (conn->sink) conn->sink->frame(conn->sink_ctx, frame, payload);
         if (conn->paused_for_writes) break;
     }
-    if (off > 0 && !conn->closing) {
+    return off;
+}
+
+/* The frames kept in the connection's own buffer (a partial frame that got
+ * its rest, or frames left while reading was paused). */
+static void process_frames(struct hf_conn *conn) {
+    size_t off = hand_frames(conn, conn->buf, conn->len);
+    if (conn->closing) return;
+    if (off > 0) {
         memmove(conn->buf, conn->buf + off, conn->len - off);
         conn->len -= off;
     }
+    if (conn->len == 0) {
+        free(conn->buf);
+        conn->buf = NULL;
+        conn->cap = 0;
+    }
     /* A frame was taken: what is left is a new frame (its deadline starts
      * now) or nothing (the idle time starts now). */
+    update_timer(conn, off > 0);
+}
+
+/* A read into the shared buffer: its whole frames straight to the sink,
+ * the rest kept. */
+static void process_shared(struct hf_conn *conn, size_t len) {
+    size_t off = hand_frames(conn, shared_read_buf, len);
+    if (conn->closing) return;
+    size_t left = len - off;
+    if (left > 0 && !conn->close_after_write) {
+        size_t cap = left > READ_CHUNK ? left : READ_CHUNK;
+        uint8_t *own = malloc(cap);
+        if (!own) {
+            hf_conn_close(conn);
+            return;
+        }
+        memcpy(own, shared_read_buf + off, left);
+        conn->buf = own;
+        conn->cap = cap;
+        conn->len = left;
+    }
     update_timer(conn, off > 0);
 }
 
@@ -482,12 +529,15 @@ static void on_timer(uv_timer_t *t) {
 }
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
-    (void)buf;
     struct hf_conn *conn = s->data;
     if (nread < 0) {
         if (nread != UV_EOF) log_debug("client connection: read: %s", uv_strerror((int)nread));
         if (conn->len > 0) log_debug("client connection closed mid-frame (%zu bytes)", conn->len);
         hf_conn_close(conn);
+        return;
+    }
+    if (buf->base == (char *)shared_read_buf) {
+        process_shared(conn, (size_t)nread);
         return;
     }
     conn->len += (size_t)nread;
