@@ -1,9 +1,9 @@
 /* conn.c - a client connection's buffers, timers and lifetime. Reads land
  * in a buffer shared by all connections and whole frames go to the sink from
- * there; a connection keeps a buffer of its own only for a partial frame; responses go out through libuv's write queue, gathered per loop
- * iteration (the flusher, a prepare handle: it runs before the loop waits,
- * whatever phase queued them), and reading pauses while that queue is too
- * long.
+ * there; a connection keeps a buffer of its own only for a partial frame.
+ * Responses go out through libuv's write queue, gathered per loop iteration
+ * (the flusher, a prepare handle: it runs before the loop waits, whatever
+ * phase queued them), and reading pauses while that queue is too long.
  *
  * Answer bytes are counted from hf_conn_send to their write callback (which
  * also runs, cancelled, when the connection closes), per connection and over
