@@ -144,6 +144,11 @@ static void close_everything(struct app *app) {
     uv_close((uv_handle_t *)&app->sigterm, NULL);
     uv_close((uv_handle_t *)&app->sigint, NULL);
     uv_close((uv_handle_t *)&app->sighup, NULL);
+    /* Closing the handles gave the signals their default action back; the
+     * daemon is on its way out, so another SIGTERM must not turn a clean exit
+     * into a kill (a slow exit, e.g. under valgrind, can meet one). */
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
     uv_close((uv_handle_t *)&app->drain_timer, NULL);
     uv_close((uv_handle_t *)&app->watchdog, NULL);
     uv_close((uv_handle_t *)&app->log_flush, NULL);
