@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "policy.h"
 #include "pg_pool.h"
+#include "redis_front.h"
 #include "validate.h"
 
 /* A sent statement's connection is dropped (and the outcome resolved on
@@ -380,6 +381,27 @@ void hf_claim_after_failed(struct claim_call *cc, const char *why) {
     req->after_result = "failed";
     log_warn("%s cid=%s: committed, but the redis update after it failed (%s); %s",
              cc->kind->word, req->correlation_id, why, cc->kind->if_update_fails);
+}
+
+bool hf_claim_check_reply(struct claim_call *cc, enum hf_redis_status status,
+                          const redisReply *r, const char *script, long long *code) {
+    struct hf_request *req = cc->req;
+    if (status != HF_REDIS_OK) {
+        hf_answer_redis_failure(req, cc->t->ns, status, "confirm check");
+    } else if (!hf_reply_code(r, code)) {
+        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the %s script",
+                        script);
+    } else if (req->answered) {
+        /* The deadline passed meanwhile: start nothing nobody waits for. */
+    } else if (*code == HF_SC_GRANTED && hf_reply_int(r, 1) != (long long)cc->fence) {
+        hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL,
+                        "confirm_check returned a fence that does not match the token");
+    } else {
+        cc->hold_ours = *code == HF_SC_GRANTED;
+        return true;
+    }
+    hf_claim_done(cc);
+    return false;
 }
 
 /* ---- after a committed confirm ---- */

@@ -91,6 +91,13 @@ uint32_t hf_claim_after_timeout(struct claim_call *cc, bool *answer_first);
 /* That Redis call failed: logged and counted, never an error. */
 void hf_claim_after_failed(struct claim_call *cc, const char *why);
 
+/* A confirm_check reply (script: its name, for the answer): false when the
+ * op is over (Redis failed or refused, the deadline passed, the fence does
+ * not match the token's: answered and done); true with *code, and with
+ * cc->hold_ours set when the hold is still this token's. */
+bool hf_claim_check_reply(struct claim_call *cc, enum hf_redis_status status,
+                          const redisReply *r, const char *script, long long *code);
+
 /* A confirm's on_ok: when the hold was ours, the kind's mark then the
  * answer (the answer first when time is short); otherwise the answer. Ends
  * with hf_claim_done. */

@@ -150,35 +150,10 @@ static void run_confirm_gone(struct claim_call *cc, long long state, long long i
 
 static void on_check_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct claim_call *cc = privdata;
-    struct hf_request *req = cc->req;
     long long code;
-    if (status != HF_REDIS_OK) {
-        hf_answer_redis_failure(req, cc->t->ns, status, "confirm check");
-        hf_claim_done(cc);
-        return;
-    }
-    if (!hf_reply_code(r, &code)) {
-        hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the confirm_check script");
-        hf_claim_done(cc);
-        return;
-    }
-    if (req->answered) {
-        /* The deadline passed meanwhile: start nothing nobody waits for. */
-        hf_claim_done(cc);
-        return;
-    }
-    if (code == HF_SC_GRANTED) {
-        if (hf_reply_int(r, 1) != (long long)cc->fence) {
-            hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL,
-                            "confirm_check returned a fence that does not match the token");
-            hf_claim_done(cc);
-            return;
-        }
-        cc->hold_ours = true;
-        run_confirm(cc);
-        return;
-    }
-    run_confirm_gone(cc, code, hf_reply_int(r, 1));
+    if (!hf_claim_check_reply(cc, status, r, "confirm_check", &code)) return;
+    if (cc->hold_ours) run_confirm(cc);
+    else run_confirm_gone(cc, code, hf_reply_int(r, 1));
 }
 
 void hf_op_confirm(struct hf_request *req) {
