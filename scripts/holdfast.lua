@@ -31,11 +31,40 @@ local function state_of(value, token)
   return HELD_BY_ANOTHER
 end
 
+-- Redis' clock in microseconds; inside a batch, read once for all its calls.
+local function clock_us(batch)
+  if batch then return batch.clock end
+  local now = redis.call('TIME')
+  return tonumber(now[1]) * 1000000 + tonumber(now[2])
+end
+
+-- The partition's next fence (a decimal string). It never goes backwards,
+-- even if the counter was lost in a failover: it is at least Redis' clock in
+-- microseconds. Inside a batch the counters are read once and written once,
+-- at its end (batch_end).
+local function next_fence(counter, clock, batch)
+  local previous
+  if batch and batch.fences[counter] then
+    previous = batch.fences[counter]
+  else
+    previous = tonumber(redis.call('GET', counter)) or 0
+  end
+  local fence = string.format('%.0f', math.max(previous + 1, clock))
+  if batch then
+    if not batch.fences[counter] then batch.counters[#batch.counters + 1] = counter end
+    batch.fences[counter] = tonumber(fence)
+  else
+    redis.call('SET', counter, fence)
+  end
+  return fence
+end
+
 -- Hold, all or nothing.
 -- KEYS[1] = fence counter of the partition, KEYS[2..] = hold keys.
 -- ARGV[1] = random part of the token, ARGV[2] = TTL in ms.
+-- batch: set when called by batch() (one clock, fences written once).
 -- -> {GRANTED, fence} | {HELD_BY_ANOTHER|CONFIRMED, index of the id (1-based)}
-local function hold(keys, args)
+local function hold(keys, args, batch)
   for i = 2, #keys do
     local value = redis.call('GET', keys[i])
     if value then
@@ -43,13 +72,7 @@ local function hold(keys, args)
       return {HELD_BY_ANOTHER, i - 1}
     end
   end
-  -- The fence never goes backwards, even if the counter was lost in a
-  -- failover: it is at least Redis' clock in microseconds.
-  local now = redis.call('TIME')
-  local clock = tonumber(now[1]) * 1000000 + tonumber(now[2])
-  local previous = tonumber(redis.call('GET', keys[1])) or 0
-  local fence = string.format('%.0f', math.max(previous + 1, clock))
-  redis.call('SET', keys[1], fence)
+  local fence = next_fence(keys[1], clock_us(batch), batch)
   local token = fence .. '.' .. args[1]
   for i = 2, #keys do
     redis.call('SET', keys[i], token, 'PX', args[2])
@@ -255,7 +278,7 @@ end
 -- in ms, ARGV[3..] = units per pool.
 -- -> {GRANTED, fence} | {POOL_MISS, index}
 --    | {CONFIRMED, index, units left unsold} | {HELD_BY_ANOTHER, index, units free}
-local function pool_hold(keys, args)
+local function pool_hold(keys, args, batch)
   local now, time = pool_now()
   local n = (#keys - 2) / 2
   for i = 1, n do
@@ -267,11 +290,7 @@ local function pool_hold(keys, args)
     if cap - sold < want then return {CONFIRMED, i, math.max(cap - sold, 0)} end
     if cap - sold - held < want then return {HELD_BY_ANOTHER, i, math.max(cap - sold - held, 0)} end
   end
-  -- The fence as hold() makes it: never backwards, at least the clock in µs.
-  local clock = tonumber(time[1]) * 1000000 + tonumber(time[2])
-  local previous = tonumber(redis.call('GET', keys[1])) or 0
-  local fence = string.format('%.0f', math.max(previous + 1, clock))
-  redis.call('SET', keys[1], fence)
+  local fence = next_fence(keys[1], tonumber(time[1]) * 1000000 + tonumber(time[2]), batch)
   local token = fence .. '.' .. args[1]
   local expires = now + tonumber(args[2])
   for i = 1, n do
@@ -648,15 +667,21 @@ end
 -- Release (as hf1_release), and wake the head of the line of every key it
 -- released, in the same call: a Release costs one call whether or not
 -- anyone waits. KEYS = n hold keys, the partition's waiters, their n lines.
--- ARGV[1] = token, ARGV[2] = n. -> as release
-local function release_wake(keys, args)
+-- ARGV[1] = token, ARGV[2] = n. batch: as hold's. -> as release
+local function release_wake(keys, args, batch)
   local n = tonumber(args[2])
   local holds, freed = {}, {}
   for i = 1, n do holds[i] = keys[i] end
   local out = release(holds, args)
   if out[2] == 0 then return out end
   local waiters = keys[n + 1]
-  if redis.call('EXISTS', waiters) == 0 then return out end
+  -- Inside a batch an absent waiters hash stays absent (no batchable call
+  -- joins a line), so it is asked once.
+  if batch and batch.no_waiters[waiters] then return out end
+  if redis.call('EXISTS', waiters) == 0 then
+    if batch then batch.no_waiters[waiters] = true end
+    return out
+  end
   -- Released keys are gone now: those lines' heads may take them.
   for i = 1, n do
     if redis.call('EXISTS', holds[i]) == 0 then freed[#freed + 1] = keys[n + 1 + i] end
@@ -668,6 +693,45 @@ local function release_wake(keys, args)
       woken[head] = true
       redis.call('PUBLISH', WAIT_CHANNEL, head)
     end
+  end
+  return out
+end
+
+-- Many calls in one: the daemon sends the calls of one loop iteration (per
+-- cluster slot) together. Each runs as its own call would, in the order
+-- given, and gets its own reply; a call that raises an error answers that
+-- error in its place and the others run on. They share one reading of the
+-- clock, and each fence counter is read and written once.
+-- KEYS = every call's keys, in order. ARGV[1] = number of calls, then per
+-- call: its function's local name, its number of keys, its number of args,
+-- its args. -> one reply per call
+local BATCHABLE = {
+  hold = hold, extend = extend, release = release, release_wake = release_wake,
+  pool_hold = pool_hold, pool_extend = pool_extend, pool_release = pool_release,
+}
+local function batch(keys, args)
+  local out, k, a = {}, 1, 2
+  local state = {clock = clock_us(nil), fences = {}, counters = {}, no_waiters = {}}
+  for i = 1, tonumber(args[1]) do
+    local fn = BATCHABLE[args[a]]
+    local nk, na = tonumber(args[a + 1]), tonumber(args[a + 2])
+    local call_keys, call_args = {}, {}
+    for j = 1, nk do call_keys[j] = keys[k + j - 1] end
+    for j = 1, na do call_args[j] = args[a + 2 + j] end
+    local ok, reply = pcall(fn, call_keys, call_args, state)
+    if ok then
+      out[i] = reply
+    elseif type(reply) == 'table' and reply.err then
+      out[i] = reply
+    else
+      out[i] = redis.error_reply(tostring(reply))
+    end
+    k, a = k + nk, a + 3 + na
+  end
+  -- Every fence counter the calls moved, written once (also after a call
+  -- that raised: a fence it took is never handed out again).
+  for _, counter in ipairs(state.counters) do
+    redis.call('SET', counter, string.format('%.0f', state.fences[counter]))
   end
   return out
 end
@@ -693,3 +757,4 @@ redis.register_function{function_name = 'hf1_wait_leave', callback = wait_leave}
 redis.register_function{function_name = 'hf1_wait_wake', callback = wait_wake}
 redis.register_function{function_name = 'hf1_pool_hold_wait', callback = pool_hold_wait}
 redis.register_function{function_name = 'hf1_release_wake', callback = release_wake}
+redis.register_function{function_name = 'hf1_batch', callback = batch}

@@ -5,6 +5,7 @@ ASK and MOVED, a node that lost its functions, and a node that is down.
 One cluster serves the whole module; each test starts its own daemon. The
 test that stops a node restarts it before it ends."""
 import shutil
+import struct
 import subprocess
 import tempfile
 import time
@@ -105,6 +106,38 @@ def test_fifty_concurrent_holds_on_one_seat_grant_exactly_one(make_cluster_daemo
     assert len(answers) == 50
     assert codes.count("OK") == 1, codes
     assert codes.count("HELD_BY_ANOTHER") == 49, codes
+
+
+def test_holds_of_many_slots_in_one_write_are_coalesced_per_slot(make_cluster_daemon, cluster):
+    # One write of holds for partitions on every node: the daemon batches
+    # them per slot (a call's keys must share one), and each lands on its
+    # partition's owner.
+    d = make_cluster_daemon()
+    parts = [cluster.partition_on(node, prefix="co%d" % node.index) for node in cluster.nodes]
+    owner_of = dict(zip(parts, cluster.nodes))
+    frames, want = [], {}
+    for n in range(30):
+        part = parts[n % len(parts)]
+        req = harness.pb().Request(id=n + 1, hold=harness.pb().HoldRequest(
+            namespace="seat", partition=part, ids=["s%d" % n], ttl_ms=10000))
+        body = req.SerializeToString()
+        frames.append(struct.pack(">I", len(body)) + body)
+        want[n + 1] = (part, "s%d" % n)
+    with Client(d.socket) as c:
+        before = metrics(c)
+        c.send_raw(b"".join(frames))
+        answers = [c.recv() for _ in frames]
+        after = metrics(c)
+    assert sorted(a.id for a in answers) == sorted(want)
+    assert all(code_name(a.code) == "OK" for a in answers), [a.message for a in answers]
+    for a in answers:
+        part, rid = want[a.id]
+        for node in cluster.nodes:
+            assert node.has(hold_key("seat", part, rid)) == (node is owner_of[part])
+    assert after["holdfast_redis_batched_calls_total"] > before["holdfast_redis_batched_calls_total"]
+    # Nothing was sent to a node that does not own its slot.
+    assert after['holdfast_redis_redirects_total{kind="moved"}'] == \
+        before['holdfast_redis_redirects_total{kind="moved"}']
 
 
 def test_slot_migration_is_followed_through_ask_then_moved(make_cluster_daemon, cluster):

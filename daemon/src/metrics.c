@@ -81,6 +81,8 @@ static const struct {
     [HF_C_WAITS_CONFIRMED] = {"holdfast_waits_total{outcome=\"confirmed\"}", NULL},
     [HF_C_WAITS_LEFT] = {"holdfast_waits_total{outcome=\"left\"}", NULL},
     [HF_C_WAIT_WAKEUPS] = {"holdfast_wait_wakeups_total", "Wake-ups received for this daemon's waiters (a release or sale named their ticket)."},
+    [HF_C_REDIS_BATCHES] = {"holdfast_redis_batches_total", "Sends of the holds, extends and releases made in one loop iteration (per cluster slot): one Redis call each."},
+    [HF_C_REDIS_BATCHED_CALLS] = {"holdfast_redis_batched_calls_total", "Calls sent inside a batch of two or more (hf1_batch); a batch of one goes as its own call."},
 };
 
 static const struct {
@@ -125,6 +127,7 @@ void hf_metrics_request(const struct hf_op_def *def, hf_code code, bool degraded
 }
 
 void hf_metrics_inc(enum hf_counter c) { m.counters[c]++; }
+void hf_metrics_add(enum hf_counter c, uint64_t n) { m.counters[c] += n; }
 void hf_metrics_gauge_add(enum hf_gauge g, int64_t delta) { m.gauges[g] += delta; }
 void hf_metrics_gauge_set(enum hf_gauge g, int64_t value) { m.gauges[g] = value; }
 int64_t hf_metrics_gauge(enum hf_gauge g) { return m.gauges[g]; }

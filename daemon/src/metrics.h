@@ -45,6 +45,8 @@ enum hf_counter {
     HF_C_WAITS_CONFIRMED,
     HF_C_WAITS_LEFT,
     HF_C_WAIT_WAKEUPS,
+    HF_C_REDIS_BATCHES,      /* coalescing (redis_front.c) */
+    HF_C_REDIS_BATCHED_CALLS,
     HF_C__COUNT
 };
 
@@ -71,6 +73,7 @@ void hf_metrics_set_ops(const struct hf_op_table *ops);
 void hf_metrics_request(const struct hf_op_def *op, hf_code code, bool degraded,
                         uint64_t latency_us);
 void hf_metrics_inc(enum hf_counter c);
+void hf_metrics_add(enum hf_counter c, uint64_t n);
 void hf_metrics_gauge_add(enum hf_gauge g, int64_t delta);
 void hf_metrics_gauge_set(enum hf_gauge g, int64_t value);
 int64_t hf_metrics_gauge(enum hf_gauge g);

@@ -38,6 +38,20 @@ static void on_flusher(uv_prepare_t *p) {
     e->flushing = false;
 }
 
+void hf_redis_events_write_now(redisAsyncContext *ac) {
+    struct redis_events *e = ac ? ac->ev.data : NULL;
+    if (!e || !e->ac || !e->want_write || (e->watching & UV_WRITABLE) || e->flushing) return;
+    if (!(ac->c.flags & REDIS_CONNECTED) || ac->c.err) return;
+    /* hiredis's own write would disconnect on an error, and run every
+     * pending callback inside our caller's call; the plain write leaves the
+     * error in the context, where the flusher meets it from the loop. */
+    int done = 0;
+    if (redisBufferWrite(&ac->c, &done) == REDIS_OK && done) {
+        e->want_write = false;
+        uv_prepare_stop(&e->flusher);
+    }
+}
+
 static void add_read(void *data) {
     struct redis_events *e = data;
     start_watch(e, e->watching | UV_READABLE);

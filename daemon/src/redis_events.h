@@ -16,4 +16,9 @@
 /* Like redisLibuvAttach: REDIS_OK, or REDIS_ERR (nothing attached). */
 int hf_redis_events_attach(redisAsyncContext *ac, uv_loop_t *loop);
 
+/* Write what is queued now rather than before the loop next waits: for a
+ * full batch, so that Redis works on it while the daemon reads on. A no-op
+ * while connecting or while the socket is full. */
+void hf_redis_events_write_now(redisAsyncContext *ac);
+
 #endif

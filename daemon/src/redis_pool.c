@@ -376,6 +376,10 @@ static void on_call_timeout(uv_timer_t *t) {
     call->cb(call->privdata, HF_REDIS_TIMEOUT, NULL);
 }
 
+void hf_redis_conn_write_now(struct hf_redis_conn *conn) {
+    if (conn && conn->ac) hf_redis_events_write_now(conn->ac);
+}
+
 int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
                                  uint32_t timeout_ms, hf_redis_cb *cb, void *privdata) {
     if (!conn->ac || (conn->state != C_READY && conn->state != C_SETUP)) return -ENOTCONN;

@@ -16,7 +16,8 @@ enum hf_redis_status {
     HF_REDIS_OK,           /* reply is set (it may be an error reply) */
     HF_REDIS_TIMEOUT,      /* no reply within the call's deadline */
     HF_REDIS_DISCONNECTED, /* the connection was lost before a reply came */
-    HF_REDIS_NOT_SENT,     /* never sent: no ready connection (not a callback status) */
+    HF_REDIS_NOT_SENT,     /* never sent: no ready connection (a callback status only for a
+                            * coalesced call whose batch could not be sent) */
 };
 
 /* "ok", "timed out", "connection lost", "not connected". */
@@ -94,6 +95,8 @@ struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool);
  * given connection: its bytes are queued as they are (hiredis copies them),
  * so cmd need not outlive the call. 0, or a negative errno-style code when
  * the command could not be queued (then cb is never called). */
+/* Write the connection's queued commands now (redis_events.h). */
+void hf_redis_conn_write_now(struct hf_redis_conn *conn);
 int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
                                  uint32_t timeout_ms, hf_redis_cb *cb, void *privdata)
     __attribute__((warn_unused_result));

@@ -84,6 +84,20 @@ const char *hf_resp_cmd_bulk_u64(struct hf_resp_cmd *cmd, uint64_t v) {
     return hf_resp_cmd_bulk(cmd, digits, n);
 }
 
+const char *hf_resp_cmd_raw(struct hf_resp_cmd *cmd, const void *data, size_t len, size_t nargs) {
+    if (cmd->overflow || cmd->nargs < 2 || nargs > cmd->argc - cmd->nargs ||
+        len > cmd->cap - cmd->len) {
+        cmd->overflow = true;
+        return NULL;
+    }
+    char *at = cmd->buf + cmd->len;
+    if (len) memcpy(at, data, len);
+    cmd->len += len;
+    cmd->buf[cmd->len] = '\0';
+    cmd->nargs += nargs;
+    return at;
+}
+
 bool hf_resp_cmd_complete(const struct hf_resp_cmd *cmd) {
     return !cmd->overflow && cmd->nargs == cmd->argc;
 }

@@ -41,6 +41,9 @@ struct hf_resp_cmd *hf_resp_cmd_new(size_t argc, size_t size);
  * (and the command is marked overflowed) when it does not fit. */
 const char *hf_resp_cmd_bulk(struct hf_resp_cmd *cmd, const void *data, size_t len);
 const char *hf_resp_cmd_bulk_u64(struct hf_resp_cmd *cmd, uint64_t v);
+/* Append `nargs` arguments already formatted as bulk strings (bytes cut
+ * from another command), after the head. NULL as hf_resp_cmd_bulk. */
+const char *hf_resp_cmd_raw(struct hf_resp_cmd *cmd, const void *data, size_t len, size_t nargs);
 /* Every declared argument was written, and nothing overflowed. */
 bool hf_resp_cmd_complete(const struct hf_resp_cmd *cmd);
 

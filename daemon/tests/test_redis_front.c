@@ -36,7 +36,8 @@ static void version_and_names_agree(void **state) {
         snprintf(reg, sizeof reg, "function_name = '%s', callback = %s",
                  hf_front_function_name(fn), hf_front_local_name(fn));
         assert_non_null(strstr(lib, reg));
-        snprintf(local, sizeof local, "local function %s(keys, args)", hf_front_local_name(fn));
+        /* batch() passes a third argument to the calls it runs */
+        snprintf(local, sizeof local, "local function %s(keys, args", hf_front_local_name(fn));
         assert_non_null(strstr(lib, local));
     }
 }

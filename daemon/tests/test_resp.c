@@ -264,6 +264,42 @@ static void head_rewrite_without_tail(void **state) {
     hf_resp_cmd_unref(cmd);
 }
 
+/* Arguments cut from one command and appended raw to another (how calls
+ * join a batch): the same bytes hiredis makes of the joined argv. */
+static void raw_arguments(void **state) {
+    (void)state;
+    const char *one[] = {"FCALL", "hf1_hold", "2", "hf:{seat:r}:#fence", "hf:{seat:r}:1", "abc", "60000"};
+    struct hf_resp_cmd *a = hf_resp_cmd_argv(7, one, NULL);
+    assert_non_null(a);
+    /* The two keys: from the tail past the key count. */
+    const char *keys = a->buf + a->tail + hf_resp_bulk_u64_size(2);
+    size_t keys_len = hf_resp_bulk_size(18) + hf_resp_bulk_size(13);
+    const char *joined[] = {"FCALL", "hf1_batch", "2", "hf:{seat:r}:#fence", "hf:{seat:r}:1", "1"};
+    size_t size = hf_resp_header_size(6) + hf_resp_bulk_size(5) + hf_resp_bulk_size(9) +
+                  hf_resp_bulk_u64_size(2) + keys_len + hf_resp_bulk_u64_size(1);
+    struct hf_resp_cmd *b = hf_resp_cmd_new(6, size);
+    assert_null(hf_resp_cmd_raw(b, keys, keys_len, 2)); /* not before the head */
+    hf_resp_cmd_unref(b);
+    b = hf_resp_cmd_new(6, size);
+    hf_resp_cmd_bulk(b, "FCALL", 5);
+    hf_resp_cmd_bulk(b, "hf1_batch", 9);
+    hf_resp_cmd_bulk_u64(b, 2);
+    assert_non_null(hf_resp_cmd_raw(b, keys, keys_len, 2));
+    assert_false(hf_resp_cmd_complete(b));
+    hf_resp_cmd_bulk_u64(b, 1);
+    assert_true(hf_resp_cmd_complete(b));
+    char *want = NULL;
+    int want_len = redisFormatCommandArgv(&want, 6, joined, NULL);
+    assert_int_equal(b->len, (size_t)want_len);
+    assert_memory_equal(b->buf, want, b->len);
+    redisFreeCommand(want);
+    /* More arguments than declared, or more bytes than sized: refused. */
+    assert_null(hf_resp_cmd_raw(b, keys, keys_len, 1));
+    assert_true(b->overflow);
+    hf_resp_cmd_unref(b);
+    hf_resp_cmd_unref(a);
+}
+
 static void asking_constant(void **state) {
     (void)state;
     const char *argv[] = {"ASKING"};
@@ -283,6 +319,7 @@ int main(void) {
         cmocka_unit_test(overflow_and_incomplete),
         cmocka_unit_test(head_rewrite),
         cmocka_unit_test(head_rewrite_without_tail),
+        cmocka_unit_test(raw_arguments),
         cmocka_unit_test(asking_constant),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
