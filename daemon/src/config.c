@@ -129,6 +129,12 @@ static const struct field postgres_fields[] = {
      NULL, RESTART, "Limit on connecting and on setting a session up."},
     {"postgres.statement_timeout_ms", F_UINT, CFG(pg_statement_timeout_ms), 2000, NULL, 10,
      600000, NULL, RESTART, "`statement_timeout` of the daemon's sessions."},
+    {"postgres.prepared_statements", F_BOOL, CFG(pg_prepare_statements), 1, NULL, 0, 0, NULL,
+     RESTART,
+     "Run the confirm and pool statements as prepared statements of each session (parsed "
+     "and planned once; about 1.3x the throughput). `false` behind a pooler that cannot "
+     "keep them (PgBouncer in transaction mode before 1.21, or without "
+     "`max_prepared_statements`)."},
     {"postgres.idempotency_retention_s", F_UINT, CFG(pg_idempotency_retention_s), 7 * 86400,
      NULL, 60, 366 * 86400, NULL, RESTART,
      "How long Confirm/Cancel idempotency records are kept before pruning."},

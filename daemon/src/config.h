@@ -77,6 +77,7 @@ struct hf_config {
     uint32_t pg_pool_size;
     uint32_t pg_connect_timeout_ms;
     uint32_t pg_statement_timeout_ms;
+    bool pg_prepare_statements;        /* postgres.prepared_statements */
     uint32_t pg_idempotency_retention_s;
 
     uint32_t max_frame_bytes;

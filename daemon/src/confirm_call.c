@@ -349,12 +349,16 @@ void hf_claim_run(struct claim_call *cc, const char *sql, int nparams, const cha
                   const int *lengths, const int *formats) {
     struct hf_request *req = cc->req;
     char traced[1024];
-    sql = hf_sql_traced(req->traceparent, sql, traced, sizeof traced);
+    const char *text = hf_sql_traced(req->traceparent, sql, traced, sizeof traced);
     /* Sent within the request's deadline or not at all; lock waits inside
-     * end by then too (hf_claim_lock_budget). */
-    int rc = hf_pg_query(req->d->pg, sql, nparams, values, lengths, formats,
-                         hf_request_remaining_ms(req), req->cfg->pg_statement_timeout_ms + PG_GRACE_MS,
-                         on_statement_result, cc);
+     * end by then too (hf_claim_lock_budget). The plain text is a prepared
+     * statement of its session; a traced one (a comment per request) is not. */
+    uint32_t send_within = hf_request_remaining_ms(req);
+    uint32_t run = req->cfg->pg_statement_timeout_ms + PG_GRACE_MS;
+    int rc = text == sql ? hf_pg_query_prepared(req->d->pg, sql, nparams, values, lengths,
+                                                formats, send_within, run, on_statement_result, cc)
+                         : hf_pg_query(req->d->pg, text, nparams, values, lengths, formats,
+                                       send_within, run, on_statement_result, cc);
     if (rc != 0) {
         req->db_outcome = "not_sent";
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "postgres %s",

@@ -159,6 +159,7 @@ struct hf_pg_pool *hf_confirm_db_create(uv_loop_t *loop, const struct hf_config 
         .pool_size = cfg->pg_pool_size,
         .connect_timeout_ms = cfg->pg_connect_timeout_ms,
         .statement_timeout_ms = cfg->pg_statement_timeout_ms,
+        .prepare_statements = cfg->pg_prepare_statements,
     };
     static const struct hf_pg_setup setup = {
         .columns = "holdfast.schema_version()",

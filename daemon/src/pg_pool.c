@@ -34,6 +34,9 @@ static const char SQL_SETUP[] =
 
 enum conn_state { C_IDLE, C_CONNECTING, C_SETUP, C_READY, C_CLOSED };
 
+/* Statements kept prepared per session; more distinct texts run unprepared. */
+#define PREPARED_MAX 16
+
 struct pg_watch;
 struct pg_call;
 
@@ -49,6 +52,12 @@ struct pg_conn {
     bool ever_ready;
     struct pg_call *call;   /* the statement in flight */
     bool broken;            /* failed; being drained before the reset */
+    /* Statements prepared on this session (hf_pg_query_prepared), named
+     * hf_1.. in order; the text is kept to find them again. */
+    char *prepared[PREPARED_MAX];
+    unsigned n_prepared;
+    bool preparing;         /* the call in flight waits for its statement's Parse */
+    bool prepare_failed;    /* ... and the Parse was refused */
     int backend_pid;
     int64_t backend_start_us;
 };
@@ -76,6 +85,7 @@ struct pg_call {
     bool done;
     PGresult *first;      /* the statement's result */
     PGresult *error;      /* the first error after it (commit failed, connection lost) */
+    bool prepare;         /* run as a prepared statement of its session */
     const char *sql;
     int nparams;
     const char **values;
@@ -91,6 +101,7 @@ struct hf_pg_pool {
     hf_pg_setup_check_fn *check;
     uint32_t connect_timeout_ms;
     uint32_t statement_timeout_ms;
+    bool prepare;        /* hf_pg_query_prepared prepares (opts.prepare_statements) */
     hf_pg_state_fn *on_state;
     void *ud;
     bool closing;
@@ -106,6 +117,9 @@ struct hf_pg_pool {
 static void conn_start(struct pg_conn *c);
 static void conn_reset(struct pg_conn *c, const char *why);
 static void pump(struct hf_pg_pool *pool);
+static bool send_call(struct pg_conn *c, struct pg_call *call);
+static bool prepared_then_send(struct pg_conn *c, struct pg_call *call);
+static void forget_prepared(struct pg_conn *c);
 
 const char *hf_pg_status_name(enum hf_pg_status status) {
     switch (status) {
@@ -283,6 +297,18 @@ static void collect(struct pg_conn *c) {
     while (c->pg == pg && c->call && !PQisBusy(pg)) {
         struct pg_call *call = c->call;
         PGresult *r = PQgetResult(pg);
+        if (c->preparing) {
+            if (r) {
+                if (!is_ok(r)) c->prepare_failed = true;
+                PQclear(r);
+                continue;
+            }
+            if (!prepared_then_send(c, call)) {
+                conn_reset(c, "could not send a statement after its Parse");
+                return;
+            }
+            continue;
+        }
         if (r) {
             if (!call->first) call->first = r;
             else if (!call->error && !is_ok(r)) call->error = r;
@@ -301,17 +327,77 @@ static void collect(struct pg_conn *c) {
 /* false: nothing reached the server (the connection is probably broken). */
 static void on_call_deadline(uv_timer_t *t);
 
-static bool send_call(struct pg_conn *c, struct pg_call *call) {
-    if (!PQsendQueryParams(c->pg, call->sql, call->nparams, NULL, call->values, call->lengths,
-                           call->formats, 0))
-        return false;
-    c->call = call;
-    call->conn = c;
-    uv_timer_start(&call->timer, on_call_deadline, call->run_ms ? call->run_ms : 1, 0);
+/* The name of the session's prepared statement for sql, or NULL. */
+static const char *prepared_name(const struct pg_conn *c, const char *sql, char *name,
+                                 size_t len) {
+    for (unsigned i = 0; i < c->n_prepared; i++) {
+        if (strcmp(c->prepared[i], sql) == 0) {
+            snprintf(name, len, "hf_%u", i + 1);
+            return name;
+        }
+    }
+    return NULL;
+}
+
+static void forget_prepared(struct pg_conn *c) {
+    for (unsigned i = 0; i < c->n_prepared; i++) free(c->prepared[i]);
+    c->n_prepared = 0;
+    c->preparing = c->prepare_failed = false;
+}
+
+/* The statement itself: prepared when the session has it. */
+static bool send_statement(struct pg_conn *c, struct pg_call *call) {
+    char name[16];
+    const char *stmt = call->prepare && c->pool->prepare
+                           ? prepared_name(c, call->sql, name, sizeof name)
+                           : NULL;
+    return stmt ? PQsendQueryPrepared(c->pg, stmt, call->nparams, call->values, call->lengths,
+                                      call->formats, 0)
+                : PQsendQueryParams(c->pg, call->sql, call->nparams, NULL, call->values,
+                                    call->lengths, call->formats, 0);
+}
+
+/* Flush what libpq holds and watch for the answer. */
+static void flush_and_watch(struct pg_conn *c) {
     /* < 0: the socket failed; the poll callback will see it and reset. */
     int f = PQflush(c->pg);
     if (watch_set(c, UV_READABLE | (f != 0 ? UV_WRITABLE : 0), false) != 0)
         log_warn("postgres: connection %u: cannot watch its socket", c->index);
+}
+
+static bool send_call(struct pg_conn *c, struct pg_call *call) {
+    char name[16];
+    bool parse_first = call->prepare && c->pool->prepare &&
+                       c->n_prepared < PREPARED_MAX &&
+                       !prepared_name(c, call->sql, name, sizeof name);
+    if (parse_first) {
+        /* The statement follows once the Parse has answered (collect). */
+        snprintf(name, sizeof name, "hf_%u", c->n_prepared + 1);
+        if (!PQsendPrepare(c->pg, name, call->sql, call->nparams, NULL)) return false;
+        c->preparing = true;
+        c->prepare_failed = false;
+    } else if (!send_statement(c, call)) {
+        return false;
+    }
+    c->call = call;
+    call->conn = c;
+    uv_timer_start(&call->timer, on_call_deadline, call->run_ms ? call->run_ms : 1, 0);
+    flush_and_watch(c);
+    return true;
+}
+
+/* The Parse of the call in flight has answered: keep the statement (or, if
+ * it was refused, run the text unprepared), then send it. false: nothing
+ * more could be sent. */
+static bool prepared_then_send(struct pg_conn *c, struct pg_call *call) {
+    c->preparing = false;
+    if (!c->prepare_failed) {
+        char *copy = strdup(call->sql);
+        if (copy) c->prepared[c->n_prepared++] = copy;
+        /* (without the copy, the statement is simply never found again) */
+    }
+    if (!send_statement(c, call)) return false; /* unprepared if the Parse was refused */
+    flush_and_watch(c);
     return true;
 }
 
@@ -419,21 +505,37 @@ static struct pg_call *call_new(struct hf_pg_pool *pool, const char *sql, int np
     return call;
 }
 
-int hf_pg_query(struct hf_pg_pool *pool, const char *sql, int nparams,
-                const char *const *values, const int *lengths, const int *formats,
-                uint32_t send_within_ms, uint32_t run_ms, hf_pg_cb *cb, void *privdata) {
+static int query(struct hf_pg_pool *pool, bool prepare, const char *sql, int nparams,
+                 const char *const *values, const int *lengths, const int *formats,
+                 uint32_t send_within_ms, uint32_t run_ms, hf_pg_cb *cb, void *privdata) {
     if (!pool) return -ENOTCONN;
     if (pool->closing) return -ESHUTDOWN;
     if (pool->ready == 0) return -ENOTCONN;
     struct pg_call *call = call_new(pool, sql, nparams, values, lengths, formats, cb, privdata);
     if (!call) return -ENOMEM;
     call->run_ms = run_ms;
+    call->prepare = prepare;
     uv_timer_start(&call->timer, on_call_deadline, send_within_ms ? send_within_ms : 1, 0);
     if (pool->tail) pool->tail->next = call;
     else pool->head = call;
     pool->tail = call;
     pump(pool);
     return 0;
+}
+
+int hf_pg_query(struct hf_pg_pool *pool, const char *sql, int nparams,
+                const char *const *values, const int *lengths, const int *formats,
+                uint32_t send_within_ms, uint32_t run_ms, hf_pg_cb *cb, void *privdata) {
+    return query(pool, false, sql, nparams, values, lengths, formats, send_within_ms, run_ms,
+                 cb, privdata);
+}
+
+int hf_pg_query_prepared(struct hf_pg_pool *pool, const char *sql, int nparams,
+                         const char *const *values, const int *lengths, const int *formats,
+                         uint32_t send_within_ms, uint32_t run_ms, hf_pg_cb *cb,
+                         void *privdata) {
+    return query(pool, true, sql, nparams, values, lengths, formats, send_within_ms, run_ms,
+                 cb, privdata);
 }
 
 /* ---- connections ---- */
@@ -471,6 +573,7 @@ static void conn_reset(struct pg_conn *c, const char *why) {
     bool was_ready = c->state == C_READY;
     struct pg_call *call = c->call;
     c->call = NULL;
+    forget_prepared(c); /* they were the old session's */
     PGconn *pg = c->pg;
     c->pg = NULL;
     uv_timer_stop(&c->timer);
@@ -688,6 +791,7 @@ struct hf_pg_pool *hf_pg_pool_create(uv_loop_t *loop, const struct hf_pg_pool_op
     pool->loop = loop;
     pool->connect_timeout_ms = opts->connect_timeout_ms;
     pool->statement_timeout_ms = opts->statement_timeout_ms;
+    pool->prepare = opts->prepare_statements;
     pool->on_state = on_state;
     pool->ud = ud;
     pool->n = n;

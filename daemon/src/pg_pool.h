@@ -44,6 +44,7 @@ struct hf_pg_pool_options {
     unsigned pool_size;            /* connections; 0 means 1 */
     uint32_t connect_timeout_ms;   /* connect and session set-up, each attempt */
     uint32_t statement_timeout_ms; /* set on every connection */
+    bool prepare_statements;       /* hf_pg_query_prepared prepares; false: as hf_pg_query */
 };
 
 /* Judges a connection's set-up round trip (see struct hf_pg_setup). r->res
@@ -94,6 +95,19 @@ __attribute__((warn_unused_result))
 int hf_pg_query(struct hf_pg_pool *pool, const char *sql, int nparams,
                 const char *const *values, const int *lengths, const int *formats,
                 uint32_t send_within_ms, uint32_t run_ms, hf_pg_cb *cb, void *privdata);
+
+/* The same, as a prepared statement of the session it runs on: parsed and
+ * planned once per session (the first call on a session pays one more round
+ * trip for the Parse), as pgbench -M prepared. For statements whose text
+ * never changes: a session keeps 16, more texts run unprepared, and a Parse
+ * the server refuses runs the text unprepared. The pool cannot tell a
+ * session that lost its statements (a pooler in transaction mode): such
+ * setups turn this off (postgres.prepared_statements). */
+__attribute__((warn_unused_result))
+int hf_pg_query_prepared(struct hf_pg_pool *pool, const char *sql, int nparams,
+                         const char *const *values, const int *lengths, const int *formats,
+                         uint32_t send_within_ms, uint32_t run_ms, hf_pg_cb *cb,
+                         void *privdata);
 
 unsigned hf_pg_pool_ready_count(const struct hf_pg_pool *pool);
 const char *hf_pg_status_name(enum hf_pg_status status);

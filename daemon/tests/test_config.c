@@ -231,6 +231,7 @@ static const struct {
     {"postgres.pool_size", "", "postgres = { pool_size = 3 }", true},
     {"postgres.connect_timeout_ms", "", "postgres = { connect_timeout_ms = 500 }", true},
     {"postgres.statement_timeout_ms", "", "postgres = { statement_timeout_ms = 500 }", true},
+    {"postgres.prepared_statements", "", "postgres = { prepared_statements = false }", true},
     {"postgres.idempotency_retention_s", "", "postgres = { idempotency_retention_s = 3600 }",
      true},
     {"limits.max_frame_bytes", "", "limits = { max_frame_bytes = 2048 }", false},
