@@ -46,6 +46,17 @@ def make_daemon(workdir, redis):
 
 
 @pytest.fixture
+def pgdb():
+    """A fresh database of the shared PostgreSQL cluster (pgharness), with
+    the schema migrated; dropped at the end."""
+    import pgharness as pgh
+    c = pgh.cluster()
+    db = pgh.PgDatabase(c, c.new_database())
+    yield db
+    db.close()
+
+
+@pytest.fixture
 def daemon(make_daemon):
     return make_daemon()
 

@@ -17,7 +17,6 @@ import struct
 import pytest
 
 import harness
-import pgharness as pgh
 from harness import Client, code_name, parse_metrics, pb
 
 NS = "seat"
@@ -317,14 +316,6 @@ def test_a_library_without_hf1_batch_is_recovered_through_eval(client, daemon, r
 POOL_NAMESPACES = harness.DEFAULT_NAMESPACES + """
     stock = { kind = "pools", default_ttl_ms = 30000, min_ttl_ms = 10 },
 """
-
-
-@pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
 
 
 def pool_hold_req(part, pool, count=1):

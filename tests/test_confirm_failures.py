@@ -22,14 +22,6 @@ from pgharness import cancel, confirm, hold_token, lit, send_confirm
 
 
 @pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
-
-
-@pytest.fixture
 def cdaemon(pgdb, make_daemon):
     return make_daemon(namespaces=pgh.NAMESPACES, top_extra=pgdb.config())
 

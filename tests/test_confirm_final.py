@@ -70,14 +70,6 @@ def pg_config(db, proxy=None):
 
 
 @pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
-
-
-@pytest.fixture
 def pgproxy():
     proxy = pgh.PgProxy(pgh.cluster())
     yield proxy

@@ -15,14 +15,6 @@ from pgharness import cancel, confirm, hold_token
 
 
 @pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
-
-
-@pytest.fixture
 def cdaemon(pgdb, make_daemon):
     return make_daemon(namespaces=pgh.NAMESPACES, top_extra=pgdb.config(),
                        limits="min_timeout_ms = 1")

@@ -5,20 +5,9 @@ our prepared statements, "execute <unnamed>" for unprepared ones."""
 import os
 import re
 
-import pytest
-
-import harness
 import pgharness as pgh
 from harness import Client, code_name, wait_for
 from pgharness import confirm, hold_token
-
-
-@pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
 
 
 def confirm_daemon(make_daemon, pgdb, extra=""):

@@ -29,14 +29,6 @@ NAMESPACES = pgh.NAMESPACES + """
 
 
 @pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
-
-
-@pytest.fixture
 def pdaemon(pgdb, make_daemon):
     return make_daemon(namespaces=NAMESPACES, top_extra=pgdb.config(pool_size=4),
                        limits="max_ids = 8")

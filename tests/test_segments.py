@@ -18,14 +18,6 @@ NAMESPACES = pgh.NAMESPACES + """
 
 
 @pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
-
-
-@pytest.fixture
 def sdaemon(pgdb, make_daemon):
     return make_daemon(namespaces=NAMESPACES, top_extra=pgdb.config())
 

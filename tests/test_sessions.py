@@ -331,14 +331,6 @@ def test_a_released_session_hold_leaves_the_session(make_daemon, redis):
     assert m["holdfast_session_holds_lost_total"] == 0
 
 
-@pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
-
-
 def test_a_confirmed_session_hold_leaves_the_session(pgdb, make_daemon, redis):
     ns = pgh.NAMESPACES.replace("confirm_window_ms = 30000 },",
                                 "confirm_window_ms = 30000, session_ttl_ms = 300 },", 1)

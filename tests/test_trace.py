@@ -37,14 +37,6 @@ def request_line(daemon, cid):
 
 
 @pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
-
-
-@pytest.fixture
 def cdaemon(pgdb, make_daemon):
     return make_daemon(namespaces=pgh.NAMESPACES, top_extra=pgdb.config())
 

@@ -304,14 +304,6 @@ def test_redis_restart_during_waits_grants_nobody_a_held_seat(make_daemon, redis
                 c.close()
 
 
-@pytest.fixture
-def pgdb():
-    c = pgh.cluster()
-    db = pgh.PgDatabase(c, c.new_database())
-    yield db
-    db.close()
-
-
 def test_a_confirmed_seat_answers_confirmed_to_every_waiter(pgdb, make_daemon, redis):
     d0 = make_daemon(namespaces=pgh.NAMESPACES, top_extra=pgdb.config())
     d1 = make_daemon(namespaces=pgh.NAMESPACES, top_extra=pgdb.config())
