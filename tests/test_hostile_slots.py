@@ -293,3 +293,26 @@ def test_idle_timeout_closes_idle_connections_only(make_daemon, redis):
     c.close()
     m = metrics_of(d)
     assert m['holdfast_connections_timed_out_total{reason="idle"}'] == 2
+
+
+def test_idle_time_starts_when_a_late_backend_call_ends(make_daemon, redis):
+    # Answered at its 200 ms deadline, the hold's Redis call goes on until
+    # the command timeout (1000 ms, Redis paused): the connection is busy
+    # until then, and idle from then on, with no other activity to wake it.
+    d = make_daemon(limits="idle_timeout_ms = 300")
+    c = Client(d.socket)
+    redis.pause()
+    try:
+        started = time.monotonic()
+        rid = c.send(timeout_ms=200,
+                     hold=pb().HoldRequest(namespace="seat", partition="late", ids=["1"]))
+        r = c.recv()
+        assert r.id == rid and code_name(r.code) == "DEADLINE_EXCEEDED"
+        r = c.recv()  # the idle close, 300 ms after the Redis call ended
+        elapsed = time.monotonic() - started
+    finally:
+        redis.resume()
+    assert r.id == 0 and code_name(r.code) == "UNAVAILABLE"
+    assert "limits.idle_timeout_ms" in r.message
+    assert elapsed >= 1.0 + 0.25, elapsed  # not from the answer: from the call's end
+    c.close()

@@ -249,6 +249,10 @@ void hf_conn_stop_reading(struct hf_conn *conn) {
     update_timer(conn, false);
 }
 
+void hf_conn_requests_settled(struct hf_conn *conn) {
+    if (!conn->closing) update_timer(conn, false);
+}
+
 /* Runs for the pipe, the timer and the flusher; the last one frees. The pipe's
  * cancelled writes have called back before its close callback. */
 static void on_closed(uv_handle_t *h) {

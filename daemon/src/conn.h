@@ -50,6 +50,9 @@ void hf_conn_send(struct hf_conn *conn, uint8_t *frame, size_t len);
 /* Answer with an error not tied to a request (id 0), then close. */
 void hf_conn_fatal(struct hf_conn *conn, hf_code code, const char *message);
 void hf_conn_stop_reading(struct hf_conn *conn);
+/* The sink has nothing pending any more: the idle time starts (a request
+ * whose backend call outlived its answer kept the connection busy). */
+void hf_conn_requests_settled(struct hf_conn *conn);
 void hf_conn_close(struct hf_conn *conn);
 
 /* The peer's credentials (SO_PEERCRED), recorded at accept; the pid is for

@@ -86,7 +86,9 @@ static void io_fatal(void *conn, hf_code code, const char *message) {
     hf_conn_fatal(conn, code, message);
 }
 
-static const struct hf_client_io client_io = {io_send, io_fatal};
+static void io_settled(void *conn) { hf_conn_requests_settled(conn); }
+
+static const struct hf_client_io client_io = {io_send, io_fatal, io_settled};
 
 static void sink_frame(void *client, const uint8_t *payload, size_t len) {
     hf_client_frame(client, payload, len);

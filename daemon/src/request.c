@@ -159,7 +159,11 @@ static void on_handle_closed(uv_handle_t *h) {
 static void unref(struct hf_request *req) {
     if (--req->refs > 0) return;
     /* Answered and nothing of its op pending: its slot is free now. */
-    if (req->client) client_remove(req->client, req);
+    struct hf_client *c = req->client;
+    if (c) {
+        client_remove(c, req);
+        if (c->in_flight == 0 && c->io->settled) c->io->settled(c->io_ctx);
+    }
     req->open_handles = 1 + req->op_timer_used;
     uv_close((uv_handle_t *)&req->deadline, on_handle_closed);
     if (req->op_timer_used) uv_close((uv_handle_t *)&req->op_timer, on_handle_closed);

@@ -31,6 +31,9 @@ struct hf_client_io {
     void (*send)(void *io_ctx, uint8_t *frame, size_t len);
     /* Answer with an error not tied to a request, then close. */
     void (*fatal)(void *io_ctx, hf_code code, const char *message);
+    /* Its last request was freed (an answered one whose backend call ended
+     * after the answer went out, too): its idle time may start. */
+    void (*settled)(void *io_ctx);
 };
 
 /* Sized for a typical Hold's message (envelope, namespace, partition, a few

@@ -54,6 +54,7 @@ struct fx {
     char fatal_message[256];
     /* What the ops and the daemon saw. */
     unsigned now_calls, unknown_calls, later_fired, ctx_freed, idle_calls;
+    unsigned settled_calls; /* the connection told its requests are all done */
     struct hf_request *stuck[MAX_STUCK];
     size_t n_stuck;
     uint32_t probe_timeout_ms, probe_remaining_ms, probe_backend_ms;
@@ -164,7 +165,9 @@ static void io_fatal(void *io_ctx, hf_code code, const char *message) {
     snprintf(fx->fatal_message, sizeof fx->fatal_message, "%s", message);
 }
 
-static const struct hf_client_io fake_io = {io_send, io_fatal};
+static void io_settled(void *io_ctx) { ((struct fx *)io_ctx)->settled_calls++; }
+
+static const struct hf_client_io fake_io = {io_send, io_fatal, io_settled};
 
 static void on_idle(struct hf_daemon *d) { ((struct fx *)d)->idle_calls++; }
 
@@ -406,12 +409,16 @@ static void the_deadline_answers_and_the_context_outlives_it(void **state) {
     assert_int_equal(hf_client_in_flight(fx->client), 1);
     assert_int_equal(fx->d.in_flight, 1);
     assert_int_equal(fx->ctx_freed, 0);
+    unsigned settled = fx->settled_calls;
 
-    /* The backend replies late: no second answer; only now is the context freed. */
+    /* The backend replies late: no second answer; only now is the context
+     * freed, and the connection told it has nothing pending (its idle time
+     * starts then, not at the answer). */
     complete_stuck(fx, 0, HF_CODE(OK));
     RUN_UNTIL(fx, fx->ctx_freed == 1);
     assert_int_equal(fx->n_answers, 1);
     assert_int_equal(fx->d.in_flight, 0);
+    assert_int_equal(fx->settled_calls, settled + 1);
     assert_int_equal(metric(exceeded), exceeded_before + 1);
     assert_int_equal(metric(ok), ok_before);
 }
