@@ -707,7 +707,9 @@ end
 -- its args. -> one reply per call
 local BATCHABLE = {
   hold = hold, extend = extend, release = release, release_wake = release_wake,
+  confirm_check = confirm_check, mark_confirmed = mark_confirmed,
   pool_hold = pool_hold, pool_extend = pool_extend, pool_release = pool_release,
+  pool_confirm_check = pool_confirm_check, pool_mark_sold = pool_mark_sold,
 }
 local function batch(keys, args)
   local out, k, a = {}, 1, 2

@@ -1,6 +1,7 @@
 """Coalescing of Redis calls (redis_front.c "coalescing", scripts/holdfast.lua
-`batch`): holds, extends and releases made in one loop iteration go to Redis
-as one hf1_batch call, against a real redis-server and holdfastd.
+`batch`): holds, extends, releases, confirm checks and marks made in one loop
+iteration go to Redis as one hf1_batch call, against a real redis-server and
+holdfastd.
 
 To land in one loop iteration, the requests are written as many frames in ONE
 write (send_raw). Checked here: every call still gets its own answer (tokens
@@ -10,13 +11,15 @@ a call that raises inside the batch answers alone and leaves the others
 untouched; on one Redis connection, a Status written after a Hold sees the
 hold (open batches go out first); the EVALSHA and EVAL paths batch too; a
 library without hf1_batch (a rolling deploy) is recovered through EVAL; pool
-holds never exceed the capacity. The batch metrics prove that coalescing actually happened."""
+holds never exceed the capacity; confirms in one write (their checks and
+marks coalesce too) each claim and mark their own hold. The batch metrics prove that coalescing actually happened."""
 import os
 import struct
 
 import pytest
 
 import harness
+import pgharness as pgh
 from harness import Client, code_name, parse_metrics, pb
 
 NS = "seat"
@@ -363,3 +366,28 @@ def test_pool_holds_in_one_write_never_exceed_the_capacity(pgdb, make_daemon, re
             assert all(r.release.released == 1 for r in released)
             s = pool_status(c, part, "sku")
             assert (s.held, s.free) == (0, 5), (part, s)
+
+
+# --- confirms: their checks and marks coalesce too ------------------------------
+
+def test_confirms_in_one_write_claim_each_and_mark_each(pgdb, make_daemon, redis):
+    d = make_daemon(namespaces=pgh.NAMESPACES, top_extra=pgdb.config(pool_size=4))
+    ids = ["c%d" % i for i in range(12)]
+    with Client(d.socket) as c:
+        held = pipeline(c, [hold_req("conf", [i]) for i in ids])
+        assert codes(held) == ["OK"] * 12
+        before = metrics(c)
+        confirmed = pipeline(c, [{"confirm": pb().ConfirmRequest(
+            namespace=NS, partition="conf", ids=[i], token=r.hold.token,
+            idempotency_key="conf-%s" % i, reference="r")} for i, r in zip(ids, held)],
+            first_id=100)
+        assert codes(confirmed) == ["OK"] * 12, [r.message for r in confirmed]
+        after = metrics(c)
+    # The confirm checks (12 in one write) went out together.
+    assert after[BATCHED] - before[BATCHED] >= 2, (before, after)
+    claims = pgdb.claims(NS, "conf")
+    assert [row[0] for row in claims] == sorted(ids)
+    assert [int(row[1]) for row in claims] == [r.hold.fence for i, r in sorted(zip(ids, held))]
+    # Each hold became its confirmed marker.
+    for i, r in zip(ids, held):
+        assert redis.cmd("GET", key("conf", i)) == "!confirmed:%d" % r.hold.fence

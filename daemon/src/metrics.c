@@ -81,7 +81,7 @@ static const struct {
     [HF_C_WAITS_CONFIRMED] = {"holdfast_waits_total{outcome=\"confirmed\"}", NULL},
     [HF_C_WAITS_LEFT] = {"holdfast_waits_total{outcome=\"left\"}", NULL},
     [HF_C_WAIT_WAKEUPS] = {"holdfast_wait_wakeups_total", "Wake-ups received for this daemon's waiters (a release or sale named their ticket)."},
-    [HF_C_REDIS_BATCHES] = {"holdfast_redis_batches_total", "Sends of the holds, extends and releases made in one loop iteration (per cluster slot): one Redis call each."},
+    [HF_C_REDIS_BATCHES] = {"holdfast_redis_batches_total", "Sends of the holds, extends, releases, confirm checks and marks made in one loop iteration (per cluster slot): one Redis call each."},
     [HF_C_REDIS_BATCHED_CALLS] = {"holdfast_redis_batched_calls_total", "Calls sent inside a batch of two or more (hf1_batch); a batch of one goes as its own call."},
 };
 

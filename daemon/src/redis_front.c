@@ -54,9 +54,13 @@ static bool batchable(enum hf_script_fn fn) {
     case HF_FN_EXTEND:
     case HF_FN_RELEASE:
     case HF_FN_RELEASE_WAKE:
+    case HF_FN_CONFIRM_CHECK:
+    case HF_FN_MARK_CONFIRMED:
     case HF_FN_POOL_HOLD:
     case HF_FN_POOL_EXTEND:
     case HF_FN_POOL_RELEASE:
+    case HF_FN_POOL_CONFIRM_CHECK:
+    case HF_FN_POOL_MARK_SOLD:
         return true;
     default:
         return false;

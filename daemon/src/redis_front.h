@@ -79,13 +79,14 @@ struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *
 void hf_front_close(struct hf_redis_front *s);
 
 /* Call a library function. keys/args are copied; nkeys >= 1 (the first key
- * routes the call in cluster mode). Holds, extends and releases made in one
- * loop iteration (conn NULL or *conn NULL) are coalesced: sent together, in
- * the order made, as one hf1_batch call per cluster slot just before the
- * loop next waits; each still gets its own reply, status and *conn. Any
- * other call or command first sends the open batches, so each connection
- * carries its calls in the order they were made. conn may be NULL; otherwise *conn, when
- * not NULL, is the connection to try first, and *conn is set to the
+ * routes the call in cluster mode). Holds, extends, releases, confirm checks
+ * and marks made in one loop iteration (conn NULL or *conn NULL) are
+ * coalesced: sent together, in the order made, as one hf1_batch call per
+ * cluster slot (at 16 calls, or just before the loop next waits); each still
+ * gets its own reply, status and *conn. Any other call or command first
+ * sends the open batches, so each connection carries its calls in the order
+ * they were made. conn may be NULL; otherwise *conn, when not NULL, is the
+ * connection to try first, and *conn is set to the
  * connection that gave the reply before cb runs (a cluster redirection may
  * change it), so that a WAIT can follow on the connection that wrote. 0, or
  * negative when nothing was sent (cb is then never called). */
