@@ -41,7 +41,7 @@ end
 -- The partition's next fence (a decimal string). It never goes backwards,
 -- even if the counter was lost in a failover: it is at least Redis' clock in
 -- microseconds. Inside a batch the counters are read once and written once,
--- at its end (batch_end).
+-- at the batch's end (batch, below).
 local function next_fence(counter, clock, batch)
   local previous
   if batch and batch.fences[counter] then

@@ -432,7 +432,6 @@ void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid) {
     *gid = conn->peer_gid;
 }
 
-/* Take every whole frame out of the buffer. */
 /* Hands the whole frames at the start of data[0..len) to the sink; returns
  * how many bytes they took. Stops early when the connection is closing, has
  * given its final answer, or paused for its writes. */

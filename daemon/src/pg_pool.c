@@ -327,15 +327,17 @@ static void collect(struct pg_conn *c) {
 /* false: nothing reached the server (the connection is probably broken). */
 static void on_call_deadline(uv_timer_t *t);
 
+/* The session's i-th prepared statement (from 0) is named hf_<i+1>. */
+static const char *statement_name(unsigned i, char *name, size_t len) {
+    snprintf(name, len, "hf_%u", i + 1);
+    return name;
+}
+
 /* The name of the session's prepared statement for sql, or NULL. */
 static const char *prepared_name(const struct pg_conn *c, const char *sql, char *name,
                                  size_t len) {
-    for (unsigned i = 0; i < c->n_prepared; i++) {
-        if (strcmp(c->prepared[i], sql) == 0) {
-            snprintf(name, len, "hf_%u", i + 1);
-            return name;
-        }
-    }
+    for (unsigned i = 0; i < c->n_prepared; i++)
+        if (strcmp(c->prepared[i], sql) == 0) return statement_name(i, name, len);
     return NULL;
 }
 
@@ -345,12 +347,9 @@ static void forget_prepared(struct pg_conn *c) {
     c->preparing = c->prepare_failed = false;
 }
 
-/* The statement itself: prepared when the session has it. */
-static bool send_statement(struct pg_conn *c, struct pg_call *call) {
-    char name[16];
-    const char *stmt = call->prepare && c->pool->prepare
-                           ? prepared_name(c, call->sql, name, sizeof name)
-                           : NULL;
+/* The statement itself: the session's prepared statement stmt, or (NULL)
+ * its text. */
+static bool send_statement(struct pg_conn *c, const struct pg_call *call, const char *stmt) {
     return stmt ? PQsendQueryPrepared(c->pg, stmt, call->nparams, call->values, call->lengths,
                                       call->formats, 0)
                 : PQsendQueryParams(c->pg, call->sql, call->nparams, NULL, call->values,
@@ -367,16 +366,19 @@ static void flush_and_watch(struct pg_conn *c) {
 
 static bool send_call(struct pg_conn *c, struct pg_call *call) {
     char name[16];
-    bool parse_first = call->prepare && c->pool->prepare &&
-                       c->n_prepared < PREPARED_MAX &&
-                       !prepared_name(c, call->sql, name, sizeof name);
+    const char *stmt = NULL;
+    bool parse_first = false;
+    if (call->prepare && c->pool->prepare) {
+        stmt = prepared_name(c, call->sql, name, sizeof name);
+        parse_first = !stmt && c->n_prepared < PREPARED_MAX;
+    }
     if (parse_first) {
         /* The statement follows once the Parse has answered (collect). */
-        snprintf(name, sizeof name, "hf_%u", c->n_prepared + 1);
+        statement_name(c->n_prepared, name, sizeof name);
         if (!PQsendPrepare(c->pg, name, call->sql, call->nparams, NULL)) return false;
         c->preparing = true;
         c->prepare_failed = false;
-    } else if (!send_statement(c, call)) {
+    } else if (!send_statement(c, call, stmt)) {
         return false;
     }
     c->call = call;
@@ -391,12 +393,16 @@ static bool send_call(struct pg_conn *c, struct pg_call *call) {
  * more could be sent. */
 static bool prepared_then_send(struct pg_conn *c, struct pg_call *call) {
     c->preparing = false;
+    char name[16];
+    const char *stmt = NULL; /* the text, if the Parse was refused */
     if (!c->prepare_failed) {
+        /* The name the Parse gave it; without the copy of its text, it is
+         * only never found again. */
+        stmt = statement_name(c->n_prepared, name, sizeof name);
         char *copy = strdup(call->sql);
         if (copy) c->prepared[c->n_prepared++] = copy;
-        /* (without the copy, the statement is simply never found again) */
     }
-    if (!send_statement(c, call)) return false; /* unprepared if the Parse was refused */
+    if (!send_statement(c, call, stmt)) return false;
     flush_and_watch(c);
     return true;
 }

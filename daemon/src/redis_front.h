@@ -86,10 +86,10 @@ void hf_front_close(struct hf_redis_front *s);
  * gets its own reply, status and *conn. Any other call or command first
  * sends the open batches, so each connection carries its calls in the order
  * they were made. conn may be NULL; otherwise *conn, when not NULL, is the
- * connection to try first, and *conn is set to the
- * connection that gave the reply before cb runs (a cluster redirection may
- * change it), so that a WAIT can follow on the connection that wrote. 0, or
- * negative when nothing was sent (cb is then never called). */
+ * connection to try first, and *conn is set to the connection that gave the
+ * reply before cb runs (a cluster redirection may change it), so that a
+ * WAIT can follow on the connection that wrote. 0, or negative when nothing
+ * was sent (cb is then never called). */
 int hf_front_call(struct hf_redis_front *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
                     size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
                     const char *const *args, const size_t *arglens, uint32_t timeout_ms,

@@ -95,8 +95,6 @@ struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool);
  * given connection: its bytes are queued as they are (hiredis copies them),
  * so cmd need not outlive the call. 0, or a negative errno-style code when
  * the command could not be queued (then cb is never called). */
-/* Write the connection's queued commands now (redis_events.h). */
-void hf_redis_conn_write_now(struct hf_redis_conn *conn);
 int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, size_t len,
                                  uint32_t timeout_ms, hf_redis_cb *cb, void *privdata)
     __attribute__((warn_unused_result));
@@ -105,6 +103,8 @@ int hf_redis_conn_send_formatted(struct hf_redis_conn *conn, const char *cmd, si
 int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **argv,
                           const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
                           void *privdata) __attribute__((warn_unused_result));
+/* Write the connection's queued commands now (redis_events.h). */
+void hf_redis_conn_write_now(struct hf_redis_conn *conn);
 /* Pick a connection and send an argv; -ENOTCONN when none is ready. */
 int hf_redis_pool_command(struct hf_redis_pool *pool, int argc, const char **argv,
                           const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
