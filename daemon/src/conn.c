@@ -1,12 +1,13 @@
 /* conn.c - a client connection's buffers, timers and lifetime. Reads land
  * in a buffer shared by all connections and whole frames go to the sink from
  * there; a connection keeps a buffer of its own only for a partial frame.
- * Responses go out through libuv's write queue, gathered per loop iteration
- * (the flusher, a prepare handle: it runs before the loop waits, whatever
- * phase queued them), and reading pauses while that queue is too long.
+ * Responses are gathered per loop iteration (the flusher, a prepare handle:
+ * it runs before the loop waits, whatever phase queued them) and written
+ * straight to the socket; what it does not take waits in libuv's write
+ * queue, and reading pauses while that queue is too long.
  *
- * Answer bytes are counted from hf_conn_send to their write callback (which
- * also runs, cancelled, when the connection closes), per connection and over
+ * Answer bytes are counted from hf_conn_send until the socket took them (or
+ * their write callback ran, also cancelled, when the connection closes), per connection and over
  * all of them; the connections with answers queued are on one list, where
  * limits.max_queued_bytes finds the slowest reader to close. One timer per
  * connection serves the one deadline that applies to its state: a stalled
@@ -298,41 +299,89 @@ void hf_conn_close(struct hf_conn *conn) {
 
 static void on_write(uv_write_t *w, int status);
 
-/* Hand libuv the outbox, a batch at a time, while it keeps nothing unwritten:
- * a client that reads gets its answers at once, one that does not leaves
- * them here. */
+/* Write the outbox, a batch at a time, while nothing is left unwritten: a
+ * client that reads gets its answers at once, one that does not leaves them
+ * here. A batch goes straight to the socket when it takes it whole, as it
+ * nearly always does (no write request, no callback a loop turn later, no
+ * epoll_ctl for libuv's write interest); what the socket does not take goes
+ * through libuv's write queue. Only counts what left: its callers at the top
+ * of the loop then call settle_queue. */
 static void flush(struct hf_conn *conn) {
     uv_stream_t *stream = (uv_stream_t *)&conn->pipe;
     while (conn->out_head && !conn->closing && uv_stream_get_write_queue_size(stream) == 0) {
-        struct write_req *wr =
-            malloc(sizeof *wr + WRITE_BATCH_FRAMES * sizeof wr->frames[0]);
-        if (!wr) {
-            hf_conn_close(conn);
-            return;
-        }
         uv_buf_t bufs[WRITE_BATCH_FRAMES];
-        wr->conn = conn;
-        wr->bytes = 0;
-        wr->n = 0;
-        while (conn->out_head && wr->n < WRITE_BATCH_FRAMES &&
-               (wr->n == 0 || wr->bytes + conn->out_head->len <= WRITE_BATCH_BYTES)) {
+        uint8_t *frames[WRITE_BATCH_FRAMES];
+        unsigned n = 0;
+        size_t bytes = 0;
+        while (conn->out_head && n < WRITE_BATCH_FRAMES &&
+               (n == 0 || bytes + conn->out_head->len <= WRITE_BATCH_BYTES)) {
             struct out_frame *f = conn->out_head;
             conn->out_head = f->next;
             if (!conn->out_head) conn->out_tail = NULL;
             conn->out_bytes -= f->len;
-            bufs[wr->n] = uv_buf_init((char *)f->data, (unsigned)f->len);
-            wr->frames[wr->n++] = f->data;
-            wr->bytes += f->len;
+            bufs[n] = uv_buf_init((char *)f->data, (unsigned)f->len);
+            frames[n++] = f->data;
+            bytes += f->len;
             free(f);
         }
-        if (uv_write(&wr->req, stream, bufs, wr->n, on_write) != 0) {
-            for (unsigned i = 0; i < wr->n; i++) free(wr->frames[i]);
-            queue_done(conn, wr->bytes);
+        int sent = uv_try_write(stream, bufs, n);
+        if (sent >= 0 && (size_t)sent == bytes) {
+            for (unsigned i = 0; i < n; i++) free(frames[i]);
+            queue_done(conn, bytes);
+            continue;
+        }
+        struct write_req *wr = NULL;
+        if (sent >= 0 || sent == UV_EAGAIN)
+            wr = malloc(sizeof *wr + WRITE_BATCH_FRAMES * sizeof wr->frames[0]);
+        if (!wr) {
+            if (sent < 0 && sent != UV_EAGAIN)
+                log_debug("client connection: write failed: %s", uv_strerror(sent));
+            for (unsigned i = 0; i < n; i++) free(frames[i]);
+            queue_done(conn, bytes);
+            hf_conn_close(conn);
+            return;
+        }
+        /* The rest, from where the socket stopped taking it. */
+        unsigned first = 0;
+        for (size_t skip = sent > 0 ? (size_t)sent : 0; skip > 0; first++) {
+            if (skip < bufs[first].len) {
+                bufs[first].base += skip;
+                bufs[first].len -= skip;
+                break;
+            }
+            skip -= bufs[first].len;
+        }
+        wr->conn = conn;
+        wr->bytes = bytes;
+        wr->n = n;
+        memcpy(wr->frames, frames, n * sizeof frames[0]);
+        if (uv_write(&wr->req, stream, bufs + first, n - first, on_write) != 0) {
+            for (unsigned i = 0; i < n; i++) free(frames[i]);
+            queue_done(conn, bytes);
             free(wr);
             hf_conn_close(conn);
             return;
         }
     }
+}
+
+/* After answers left: close after a final one, resume reading once a long
+ * queue has drained, and run the timer the new state wants. Only from the
+ * top of the loop: resuming reads frames. */
+static void settle_queue(struct hf_conn *conn) {
+    if (conn->closing) return;
+    if (conn->close_after_write && conn->queued == 0) {
+        hf_conn_close(conn);
+        return;
+    }
+    if (conn->over_cap && conn->queued < WRITE_QUEUE_RESUME) {
+        conn->over_cap = false;
+        if (conn->paused_for_writes) {
+            conn->paused_for_writes = false;
+            if (!conn->d->draining) hf_conn_start(conn);
+        }
+    }
+    update_timer(conn, false);
 }
 
 /* Before the loop waits again: every answer of this iteration in one write
@@ -341,6 +390,7 @@ static void on_flusher(uv_prepare_t *p) {
     struct hf_conn *conn = p->data;
     uv_prepare_stop(p);
     flush(conn);
+    settle_queue(conn);
 }
 
 static void on_write(uv_write_t *w, int status) {
@@ -357,19 +407,7 @@ static void on_write(uv_write_t *w, int status) {
         return;
     }
     flush(conn);
-    if (conn->closing) return;
-    if (conn->close_after_write && conn->queued == 0) {
-        hf_conn_close(conn);
-        return;
-    }
-    if (conn->over_cap && conn->queued < WRITE_QUEUE_RESUME) {
-        conn->over_cap = false;
-        if (conn->paused_for_writes) {
-            conn->paused_for_writes = false;
-            if (!conn->d->draining) hf_conn_start(conn);
-        }
-    }
-    update_timer(conn, false);
+    settle_queue(conn);
 }
 
 void hf_conn_send(struct hf_conn *conn, uint8_t *frame, size_t len) {
@@ -394,7 +432,8 @@ void hf_conn_send(struct hf_conn *conn, uint8_t *frame, size_t len) {
     /* A batch's worth waits for no one: the kernel's socket buffer, not
      * ours, holds it while the client reads. */
     if (conn->out_bytes >= WRITE_BATCH_BYTES) flush(conn);
-    else uv_prepare_start(&conn->flusher, on_flusher); /* no-op when started */
+    /* Also after a flush here: what it wrote is settled from the loop. */
+    uv_prepare_start(&conn->flusher, on_flusher); /* no-op when started */
     if (conn->closing) return;
     if (conn->queued > WRITE_QUEUE_PAUSE) {
         conn->over_cap = true;

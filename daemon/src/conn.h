@@ -60,11 +60,12 @@ void hf_conn_close(struct hf_conn *conn);
 void hf_conn_set_peer(struct hf_conn *conn, uint32_t uid, uint32_t gid, int32_t pid);
 void hf_conn_peer(const struct hf_conn *conn, uint32_t *uid, uint32_t *gid);
 
-/* Answer bytes this connection has queued whose write has not completed. */
+/* Answer bytes this connection has queued that the socket has not taken. */
 size_t hf_conn_queued(const struct hf_conn *conn);
 /* The same over every connection of the process (holdfast_client_queued_bytes):
- * bytes are added when queued and taken off in the write's callback, which
- * also runs for writes cancelled by a close. */
+ * bytes are added when queued and taken off once the socket took them (at
+ * once, or in the write's callback, which also runs for writes cancelled by
+ * a close). */
 size_t hf_conn_queued_total(void);
 
 #endif

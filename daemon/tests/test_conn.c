@@ -650,11 +650,16 @@ static void queued_bytes_are_counted_until_written(void **state) {
         assert_non_null(frame);
         hf_conn_send(fx->conn, frame, sizes[i]);
         sum += sizes[i];
-        assert_int_equal(hf_conn_queued(fx->conn), sum);
-        assert_int_equal(hf_conn_queued_total(), sum);
+        /* Counted until the socket takes them: a small answer waits for the
+         * flusher, a large one is written at once, and the socket (the peer
+         * does not read) takes far less than a MiB of it. */
+        if (i == 0) assert_int_equal(hf_conn_queued(fx->conn), sum);
+        assert_true(hf_conn_queued(fx->conn) <= sum);
+        assert_true(hf_conn_queued(fx->conn) + (1u << 20) >= sum);
+        assert_int_equal(hf_conn_queued_total(), hf_conn_queued(fx->conn));
+        assert_int_equal(hf_metrics_gauge(HF_G_QUEUED_BYTES), (int64_t)hf_conn_queued(fx->conn));
     }
-    assert_int_equal(hf_metrics_gauge(HF_G_QUEUED_BYTES), (int64_t)sum);
-    /* Whatever the kernel took is counted until its write callback. */
+    /* What the socket has not taken stays counted while the peer does not read. */
     for (int i = 0; i < 10; i++) uv_run(&fx->loop, UV_RUN_NOWAIT);
     assert_true(hf_conn_queued(fx->conn) > 3u << 20);
     RUN_UNTIL(fx, fx->peer_len == sum && hf_conn_queued(fx->conn) == 0);
