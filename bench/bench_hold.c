@@ -4,10 +4,10 @@
  *   bench_hold --socket S --redis R [--connections 4] [--depth 32] [--holds 200000]
  *     Hold through holdfastd vs the same Redis function called directly with
  *     hiredis: what the daemon costs on top of Redis itself.
- *   bench_hold --socket S --confirm [--connections 4] [--holds 20000]
+ *   bench_hold --socket S --confirm [--connections 4] [--depth 1] [--holds 20000]
  *     Hold then Confirm through holdfastd (three Redis calls and one
- *     PostgreSQL transaction each); run.sh sets it against pgbench calling
- *     the same SQL function directly.
+ *     PostgreSQL transaction each), --depth chains in flight per connection;
+ *     run.sh sets it against pgbench calling the same SQL function directly.
  *   bench_hold --socket S --pools [--connections 4] [--depth 32] [--holds 200000]
  *     A pool hold (1 unit of one pool of namespace "ga", kind "pools")
  *     against a plain seat hold, both through holdfastd: what taking units
@@ -169,44 +169,86 @@ static hf_response_msg *roundtrip(int fd, hf_request_msg *req, uint8_t *resp_buf
     return hf_frame_unpack_response(resp_buf, plen);
 }
 
+static hf_response_msg *read_response(int fd, uint8_t *buf);
+static void hold_msg(hf_request_msg *req, Holdfast__V1__HoldRequest *hold, char **ids,
+                     const char *partition, uint32_t wait_ms);
+
+/* One request's frame into buf (at most cap bytes); its length. */
+static size_t pack_into(const hf_request_msg *req, uint8_t *buf, size_t cap) {
+    size_t len;
+    uint8_t *frame = hf_frame_pack_request(req, &len);
+    if (!frame || len > cap) exit(1);
+    memcpy(buf, frame, len);
+    free(frame);
+    return len;
+}
+
+/* Hold then Confirm, --depth chains at a time per connection: the holds of
+ * a round go in one write, then the confirms of those granted in another
+ * (depth 1: one hold, then its confirm, as a sequential client does). */
 static void *confirm_worker(void *arg) {
     struct worker *w = arg;
     const struct cfg *c = w->cfg;
     int fd = connect_daemon(c->socket_path);
+    int depth = c->depth;
     uint8_t *buf = malloc(65536);
-    char id[32], key[128], token[64], partition[96];
+    uint8_t *out = malloc((size_t)depth * 512);
+    char(*ids)[32] = calloc((size_t)depth, sizeof *ids);
+    char(*tokens)[64] = calloc((size_t)depth, sizeof *tokens);
+    char key[128], partition[96];
     /* A partition per connection, as pgbench's script has one per client. */
     snprintf(partition, sizeof partition, "%s-w%d", c->partition, w->index);
-    char *ids[1] = {id};
     long quota = c->holds / c->connections;
-    for (long i = 0; i < quota; i++) {
-        snprintf(id, sizeof id, "w%d-%ld", w->index, i);
-        hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
-        Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
-        hold.namespace_ = "seat", hold.partition = partition;
-        hold.ids = ids, hold.n_ids = 1, hold.ttl_ms = 60000;
-        req.id = 1, req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD, req.hold = &hold;
-        hf_response_msg *r = roundtrip(fd, &req, buf);
-        if (!r || r->code != HOLDFAST__V1__CODE__CODE_OK) {
-            w->failed++;
-            hf_response_msg_free(r);
-            continue;
+    for (long next = 0; next < quota;) {
+        int n = 0;
+        size_t off = 0;
+        for (; n < depth && next < quota; n++, next++) {
+            snprintf(ids[n], sizeof ids[n], "w%d-%ld", w->index, next);
+            char *one[1] = {ids[n]};
+            hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+            Holdfast__V1__HoldRequest hold = HOLDFAST__V1__HOLD_REQUEST__INIT;
+            hold_msg(&req, &hold, one, partition, 0);
+            req.id = (uint64_t)n + 1;
+            off += pack_into(&req, out + off, 512);
         }
-        snprintf(token, sizeof token, "%s", r->hold->token);
-        hf_response_msg_free(r);
-        snprintf(key, sizeof key, "%s-%s", partition, id);
-        hf_request_msg creq = HOLDFAST__V1__REQUEST__INIT;
-        Holdfast__V1__ConfirmRequest conf = HOLDFAST__V1__CONFIRM_REQUEST__INIT;
-        conf.namespace_ = "seat", conf.partition = partition;
-        conf.ids = ids, conf.n_ids = 1, conf.token = token, conf.idempotency_key = key;
-        conf.reference = "bench";
-        creq.id = 2, creq.method_case = HOLDFAST__V1__REQUEST__METHOD_CONFIRM, creq.confirm = &conf;
-        r = roundtrip(fd, &creq, buf);
-        if (r && r->code == HOLDFAST__V1__CODE__CODE_OK) w->done++;
-        else w->failed++;
-        hf_response_msg_free(r);
+        if (write(fd, out, off) != (ssize_t)off) exit(1);
+        for (int i = 0; i < n; i++) {
+            hf_response_msg *r = read_response(fd, buf);
+            if (!r || r->id < 1 || r->id > (uint64_t)n) exit(1);
+            char *token = tokens[r->id - 1];
+            token[0] = 0;
+            if (r->code == HOLDFAST__V1__CODE__CODE_OK) snprintf(token, 64, "%s", r->hold->token);
+            else w->failed++;
+            hf_response_msg_free(r);
+        }
+        off = 0;
+        int confirms = 0;
+        for (int i = 0; i < n; i++) {
+            if (!tokens[i][0]) continue;
+            char *one[1] = {ids[i]};
+            snprintf(key, sizeof key, "%s-%s", partition, ids[i]);
+            hf_request_msg req = HOLDFAST__V1__REQUEST__INIT;
+            Holdfast__V1__ConfirmRequest conf = HOLDFAST__V1__CONFIRM_REQUEST__INIT;
+            conf.namespace_ = "seat", conf.partition = partition;
+            conf.ids = one, conf.n_ids = 1, conf.token = tokens[i], conf.idempotency_key = key;
+            conf.reference = "bench";
+            req.id = (uint64_t)i + 1, req.method_case = HOLDFAST__V1__REQUEST__METHOD_CONFIRM;
+            req.confirm = &conf;
+            off += pack_into(&req, out + off, 512);
+            confirms++;
+        }
+        if (off && write(fd, out, off) != (ssize_t)off) exit(1);
+        for (int i = 0; i < confirms; i++) {
+            hf_response_msg *r = read_response(fd, buf);
+            if (r && r->code == HOLDFAST__V1__CODE__CODE_OK) w->done++;
+            else w->failed++;
+            hf_response_msg_free(r);
+        }
     }
     free(buf);
+    free(out);
+    free(ids);
+    free(tokens);
     close(fd);
     return NULL;
 }
@@ -423,7 +465,7 @@ static double run_workers(const struct cfg *c, void *(*fn)(void *), int pools, i
 }
 
 int main(int argc, char **argv) {
-    struct cfg c = {.connections = 4, .depth = 32, .holds = 200000};
+    struct cfg c = {.connections = 4, .depth = 0, .holds = 200000};
     static const struct option opts[] = {
         {"socket", required_argument, NULL, 's'}, {"redis", required_argument, NULL, 'r'},
         {"connections", required_argument, NULL, 'c'}, {"depth", required_argument, NULL, 'd'},
@@ -448,6 +490,8 @@ int main(int argc, char **argv) {
     }
     snprintf(c.partition, sizeof c.partition, "bench-%ld", (long)time(NULL));
     long done, failed;
+    /* Holds go 32 at a time unless told; hold+confirm one chain at a time. */
+    if (c.depth <= 0) c.depth = c.confirm ? 1 : 32;
     if (c.socket_path && c.confirm) {
         double t = run(&c, confirm_worker, &done, &failed);
         printf("through holdfastd: %ld hold+confirm in %.3f s = %.0f confirms/s (%ld failed)\n",
