@@ -488,7 +488,7 @@ int main(int argc, char **argv) {
         default: return 2;
         }
     }
-    snprintf(c.partition, sizeof c.partition, "bench-%ld", (long)time(NULL));
+    snprintf(c.partition, sizeof c.partition, "bench-%ld-%d", (long)time(NULL), (int)getpid());
     long done, failed;
     /* Holds go 32 at a time unless told; hold+confirm one chain at a time. */
     if (c.depth <= 0) c.depth = c.confirm ? 1 : 32;

@@ -6,7 +6,9 @@
 #   1. Pairs (hold -> release), bench_pairs, C connections x K in flight,
 #      through holdfastd vs straight to Redis: the lock libraries' way (SET NX
 #      PX + compare-and-delete script) and the daemon's own functions (FCALL
-#      hf1_hold / hf1_release). Rounds interleave the three; medians.
+#      hf1_hold / hf1_release). Rounds interleave the three; medians. At 1x1
+#      and 64x1 the straight modes also run through bench/hop_proxy (a
+#      process that only forwards bytes): the floor of any hop.
 #   2. Confirm: holdfast.confirm() vs the minimal correct claim transaction
 #      (idempotency row + claim row, ON CONFLICT DO NOTHING), pgbench, 1 and 4
 #      clients; and Hold + Confirm through holdfastd (4 connections, 1 and 16
@@ -72,12 +74,23 @@ for s in conns:
 PY
 
 echo "== 1. pairs: holdfastd vs SET NX + script vs FCALL direct ($rounds rounds of ${seconds} s)"
+# The floor of any hop: at 1x1 and 64x1 the straight modes run once more
+# through bench/hop_proxy, which only forwards bytes between each client and
+# a Redis connection of its own. What it adds is what one more process on the
+# path costs on this machine, whatever that process does.
+build/bench/hop_proxy "$dir/hop.sock" "$dir/redis.sock" &
+hop_pid=$!
+trap 'kill $hop_pid 2>/dev/null; tools/devstack.sh down "$dir" >/dev/null 2>&1; rm -rf "$dir"' EXIT
+for _ in $(seq 50); do [ -S "$dir/hop.sock" ] && break; sleep 0.1; done
+pairs() { # via mode socket C K
+  build/bench/bench_pairs "$2" "$3" "$4" "$5" "$seconds" | sed "s/^/via=$1 /" | tee -a "$dir/pairs"
+}
 for round in $(seq "$rounds"); do
   for shape in "1 1" "1 16" "1 64" "64 1" "16 4"; do
-    for mode in daemon setnx fcall; do
-      sock="$dir/redis.sock"
-      [ "$mode" = daemon ] && sock="$dir/holdfast.sock"
-      build/bench/bench_pairs "$mode" "$sock" $shape "$seconds" | tee -a "$dir/pairs"
+    pairs daemon daemon "$dir/holdfast.sock" $shape
+    for mode in setnx fcall; do
+      pairs direct "$mode" "$dir/redis.sock" $shape
+      case "$shape" in "1 1" | "64 1") pairs hop "$mode" "$dir/hop.sock" $shape ;; esac
     done
   done
   redis-cli -s "$dir/redis.sock" FLUSHALL >/dev/null
@@ -87,10 +100,11 @@ import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
     f = dict(kv.split("=") for kv in line.split())
-    runs.setdefault((f["C"], f["K"], f["mode"]), []).append(f)
+    runs.setdefault((f["C"], f["K"], f["mode"], f["via"]), []).append(f)
 med = lambda rs, k: statistics.median(float(r[k]) for r in rs)
 for c, k in [("1", "1"), ("1", "16"), ("1", "64"), ("64", "1"), ("16", "4")]:
-    d, s, f = (runs.get((c, k, m), []) for m in ("daemon", "setnx", "fcall"))
+    d, s, f = (runs.get((c, k, m, v), []) for m, v in
+               (("daemon", "daemon"), ("setnx", "direct"), ("fcall", "direct")))
     if not (d and s and f):
         continue
     shape = "%sx%s" % (c, k)
@@ -98,6 +112,14 @@ for c, k in [("1", "1"), ("1", "16"), ("1", "64"), ("64", "1"), ("16", "4")]:
     print("vs_setnx_%s %.2f" % (shape, med(d, "pairs_per_s") / med(s, "pairs_per_s")))
     print("vs_fcall_%s %.2f" % (shape, med(d, "pairs_per_s") / med(f, "pairs_per_s")))
     print("hold_p50_%s %.2f" % (shape, med(d, "hold_p50_us") / med(s, "hold_p50_us")))
+    hs, hf = (runs.get((c, k, m, "hop"), []) for m in ("setnx", "fcall"))
+    if hs and hf:
+        # The same ratios for the forwarding hop: the floor for any daemon.
+        print("hop_setnx_vs_setnx_%s %.2f" % (shape, med(hs, "pairs_per_s") / med(s, "pairs_per_s")))
+        print("hop_fcall_vs_fcall_%s %.2f" % (shape, med(hf, "pairs_per_s") / med(f, "pairs_per_s")))
+        print("hop_setnx_hold_p50_%s %.2f" % (shape, med(hs, "hold_p50_us") / med(s, "hold_p50_us")))
+        print("daemon_vs_hop_fcall_%s %.2f" % (shape, med(d, "pairs_per_s") / med(hf, "pairs_per_s")))
+        print("daemon_hold_p50_vs_hop_fcall_%s %.2f" % (shape, med(d, "hold_p50_us") / med(hf, "hold_p50_us")))
 PY
 
 echo "== 2. confirm: holdfast.confirm() vs the minimal claim transaction (pgbench, ${seconds} s each)"
@@ -207,6 +229,8 @@ for name, key, op, target in goals:
 print()
 print("also: pairs/s through holdfastd:", ", ".join(
     "%s %.0f" % (k[6:], v) for k, v in r.items() if k.startswith("pairs_")))
+for k in sorted(k for k in r if k.startswith(("hop_", "daemon_vs_hop", "daemon_hold_p50_vs_hop"))):
+    print("floor: %s %.2f" % (k, r[k]))
 for k in ("hold_confirm_seq", "pool_vs_seat", "segment1_vs_seat", "segment4_vs_seat", "wakeup_p50", "wakeup_p99"):
     if k in r:
         print("also: %s %.2f" % (k, r[k]))
