@@ -100,6 +100,8 @@ struct hf_config {
     enum hf_log_requests log_requests; /* which answers get a request line */
     uint32_t log_requests_sample;      /* 1 in N of the lines of OK answers */
 
+    uint32_t busy_poll_us;     /* loop.busy_poll_us; 0: the loop sleeps when idle */
+
     bool metrics_http;         /* serve /metrics, /healthz, /readyz over HTTP */
     char *metrics_http_address; /* "IPv4:port" or "[IPv6]:port" */
 

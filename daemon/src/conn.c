@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "busy_poll.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -389,6 +390,7 @@ static void settle_queue(struct hf_conn *conn) {
 static void on_flusher(uv_prepare_t *p) {
     struct hf_conn *conn = p->data;
     uv_prepare_stop(p);
+    hf_busy_poll_touch(); /* its next request may come soon */
     flush(conn);
     settle_queue(conn);
 }
@@ -572,6 +574,7 @@ static void on_timer(uv_timer_t *t) {
 
 static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     struct hf_conn *conn = s->data;
+    if (nread > 0) hf_busy_poll_touch(); /* backend replies may come soon */
     if (nread < 0) {
         if (nread != UV_EOF) log_debug("client connection: read: %s", uv_strerror((int)nread));
         if (conn->len > 0) log_debug("client connection closed mid-frame (%zu bytes)", conn->len);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "busy_poll.h"
 #include "config.h"
 #include "conn.h"
 #include "confirm_db.h"
@@ -154,6 +155,7 @@ static void close_everything(struct app *app) {
     uv_close((uv_handle_t *)&app->drain_timer, NULL);
     uv_close((uv_handle_t *)&app->watchdog, NULL);
     uv_close((uv_handle_t *)&app->log_flush, NULL);
+    hf_busy_poll_close();
 }
 
 static void wake_released(struct hf_daemon *d, const char *const *hold_keys,
@@ -250,6 +252,7 @@ static void on_reload(uv_signal_t *s, int signum) {
         hf_config_unref(app->d.cfg);
         app->d.cfg = next;
         hf_log_set_level(next->log_level);
+        hf_busy_poll_set(next->busy_poll_us);
         if (hf_token_set_fingerprint_key(next->log_fingerprint_key) != 0)
             log_warn("config reload: cannot apply log.fingerprint_key");
         hf_metrics_inc(HF_C_CONFIG_RELOADS);
@@ -310,6 +313,8 @@ static int run(const char *config_path) {
     app->drain_timer.data = app;
     uv_timer_init(&app->loop, &app->release_timer);
     app->release_timer.data = app;
+    hf_busy_poll_init(&app->loop);
+    hf_busy_poll_set(cfg->busy_poll_us);
     uv_prepare_init(&app->loop, &app->log_flush);
     uv_prepare_start(&app->log_flush, on_log_flush);
     uv_unref((uv_handle_t *)&app->log_flush); /* never keeps the loop alive */

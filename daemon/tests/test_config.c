@@ -252,6 +252,7 @@ static const struct {
     {"log.probes", "", "log = { probes = true }", false},
     {"log.requests", "", "log = { requests = 'errors' }", false},
     {"log.requests_sample", "", "log = { requests_sample = 10 }", false},
+    {"loop.busy_poll_us", "", "loop = { busy_poll_us = 50 }", false},
     {"metrics.http", "", "metrics = { http = true }", true},
     {"metrics.http_address", "metrics = { http = true }",
      "metrics = { http = true, http_address = '[::1]:9464' }", true},
