@@ -8,7 +8,8 @@
 #      PX + compare-and-delete script) and the daemon's own functions (FCALL
 #      hf1_hold / hf1_release). Rounds interleave the three; medians. At 1x1
 #      and 64x1 the straight modes also run through bench/hop_proxy (a
-#      process that only forwards bytes): the floor of any hop.
+#      process that only forwards bytes): the floor of any hop. 1x1 runs once
+#      more with loop.busy_poll_us = 50 (reloaded in place, then put back).
 #   2. Confirm: holdfast.confirm() vs the minimal correct claim transaction
 #      (idempotency row + claim row, ON CONFLICT DO NOTHING), pgbench, 1 and 4
 #      clients; and Hold + Confirm through holdfastd (4 connections, 1 and 16
@@ -95,6 +96,18 @@ for round in $(seq "$rounds"); do
   done
   redis-cli -s "$dir/redis.sock" FLUSHALL >/dev/null
 done
+# The 1x1 shape again with loop.busy_poll_us = 50 (reloaded in place; the
+# default, 0, is put back for what follows).
+cp "$dir/holdfast.lua" "$dir/holdfast.lua.default"
+sed 's/busy_poll_us = [0-9]*/busy_poll_us = 50/' "$dir/holdfast.lua.default" >"$dir/holdfast.lua"
+reload() { kill -HUP "$pid"; sleep 0.5; }
+reload
+for round in $(seq "$rounds"); do
+  pairs busy_poll daemon "$dir/holdfast.sock" 1 1
+  pairs busy_poll setnx "$dir/redis.sock" 1 1
+done
+cp "$dir/holdfast.lua.default" "$dir/holdfast.lua"
+reload
 python3 - "$dir/pairs" >>"$results" <<'PY'
 import statistics, sys
 runs = {}
@@ -120,6 +133,10 @@ for c, k in [("1", "1"), ("1", "16"), ("1", "64"), ("64", "1"), ("16", "4")]:
         print("hop_setnx_hold_p50_%s %.2f" % (shape, med(hs, "hold_p50_us") / med(s, "hold_p50_us")))
         print("daemon_vs_hop_fcall_%s %.2f" % (shape, med(d, "pairs_per_s") / med(hf, "pairs_per_s")))
         print("daemon_hold_p50_vs_hop_fcall_%s %.2f" % (shape, med(d, "hold_p50_us") / med(hf, "hold_p50_us")))
+bd, bs = (runs.get(("1", "1", m, "busy_poll"), []) for m in ("daemon", "setnx"))
+if bd and bs:
+    print("busy_poll_hold_p50_1x1 %.2f" % (med(bd, "hold_p50_us") / med(bs, "hold_p50_us")))
+    print("busy_poll_vs_setnx_1x1 %.2f" % (med(bd, "pairs_per_s") / med(bs, "pairs_per_s")))
 PY
 
 echo "== 2. confirm: holdfast.confirm() vs the minimal claim transaction (pgbench, ${seconds} s each)"
@@ -204,6 +221,7 @@ for line in open(sys.argv[1]):
     r[k] = float(v)
 goals = [
     ("1x1 hold p50 vs SET NX p50", "hold_p50_1x1", "<=", 1.3),
+    ("  the same, loop.busy_poll_us = 50", "busy_poll_hold_p50_1x1", "<=", 1.3),
     ("1x64 pairs vs FCALL direct", "vs_fcall_1x64", ">=", 0.85),
     ("1x64 pairs vs SET NX + script", "vs_setnx_1x64", ">=", 0.5),
     ("64x1 pairs vs FCALL direct", "vs_fcall_64x1", ">=", 1.0),

@@ -3,7 +3,8 @@
 #   tools/devstack.sh up DIR [--foreground]   start; prints HOLDFAST_SOCKET=...
 #   tools/devstack.sh down DIR                stop everything started in DIR
 # Everything listens on Unix sockets; nothing touches the system's own Redis or
-# PostgreSQL. HOLDFASTD selects the daemon binary.
+# PostgreSQL. HOLDFASTD selects the daemon binary; HOLDFAST_BUSY_POLL_US sets
+# loop.busy_poll_us (default 0: off).
 #
 # DIR may be anywhere, e.g. a checkout under /root (mode 0700) as root. Redis,
 # the daemon, its config and its socket live in DIR itself; PostgreSQL's data
@@ -108,6 +109,7 @@ return {
   $pg_section
   limits = { default_timeout_ms = 2000 },
   log = { level = "info" },
+  loop = { busy_poll_us = ${HOLDFAST_BUSY_POLL_US:-0} },
   namespaces = {
     seat = { default_ttl_ms = 60000, min_ttl_ms = 10, max_ttl_ms = 600000,
              confirmable = true, confirm_window_ms = 30000 },
