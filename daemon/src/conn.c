@@ -7,11 +7,12 @@
  * queue, and reading pauses while that queue is too long.
  *
  * Answer bytes are counted from hf_conn_send until the socket took them (or
- * their write callback ran, also cancelled, when the connection closes), per connection and over
- * all of them; the connections with answers queued are on one list, where
- * limits.max_queued_bytes finds the slowest reader to close. One timer per
- * connection serves the one deadline that applies to its state: a stalled
- * queue, a partial frame, or idleness (see wanted_timer). */
+ * their write callback ran, also cancelled when the connection closes), per
+ * connection and over all of them; the connections with answers queued are
+ * on one list, where limits.max_queued_bytes finds the slowest reader to
+ * close. One timer per connection serves the one deadline that applies to
+ * its state: a stalled queue, a partial frame, or idleness (see
+ * wanted_timer). */
 #include "conn.h"
 
 #include <stdio.h>
