@@ -88,6 +88,20 @@ static int connect_daemon(const char *path) {
     return fd;
 }
 
+static hf_response_msg *read_response(int fd, uint8_t *buf);
+static void hold_msg(hf_request_msg *req, Holdfast__V1__HoldRequest *hold, char **ids,
+                     const char *partition, uint32_t wait_ms);
+
+/* One request's frame into buf (at most cap bytes); its length. */
+static size_t pack_into(const hf_request_msg *req, uint8_t *buf, size_t cap) {
+    size_t len;
+    uint8_t *frame = hf_frame_pack_request(req, &len);
+    if (!frame || len > cap) exit(1);
+    memcpy(buf, frame, len);
+    free(frame);
+    return len;
+}
+
 static void *holdfast_worker(void *arg) {
     struct worker *w = arg;
     const struct cfg *c = w->cfg;
@@ -131,11 +145,7 @@ static void *holdfast_worker(void *arg) {
             req.id = (uint64_t)sent + 1;
             req.method_case = HOLDFAST__V1__REQUEST__METHOD_HOLD;
             req.hold = &hold;
-            size_t len;
-            uint8_t *frame = hf_frame_pack_request(&req, &len);
-            memcpy(batch + off, frame, len);
-            off += len;
-            free(frame);
+            off += pack_into(&req, batch + off, 256);
         }
         if (write(fd, batch, off) != (ssize_t)off) exit(1);
         for (int i = 0; i < n; i++) {
@@ -154,33 +164,6 @@ static void *holdfast_worker(void *arg) {
     free(resp);
     close(fd);
     return NULL;
-}
-
-/* One request, one answer, on a blocking socket. */
-static hf_response_msg *roundtrip(int fd, hf_request_msg *req, uint8_t *resp_buf) {
-    size_t len, plen;
-    uint8_t *frame = hf_frame_pack_request(req, &len);
-    if (write(fd, frame, len) != (ssize_t)len) exit(1);
-    free(frame);
-    uint8_t hdr[4];
-    if (read_full(fd, hdr, 4) != 0) exit(1);
-    hf_frame_peek(hdr, 4, 65536, &plen);
-    if (read_full(fd, resp_buf, plen) != 0) exit(1);
-    return hf_frame_unpack_response(resp_buf, plen);
-}
-
-static hf_response_msg *read_response(int fd, uint8_t *buf);
-static void hold_msg(hf_request_msg *req, Holdfast__V1__HoldRequest *hold, char **ids,
-                     const char *partition, uint32_t wait_ms);
-
-/* One request's frame into buf (at most cap bytes); its length. */
-static size_t pack_into(const hf_request_msg *req, uint8_t *buf, size_t cap) {
-    size_t len;
-    uint8_t *frame = hf_frame_pack_request(req, &len);
-    if (!frame || len > cap) exit(1);
-    memcpy(buf, frame, len);
-    free(frame);
-    return len;
 }
 
 /* Hold then Confirm, --depth chains at a time per connection: the holds of
@@ -308,6 +291,12 @@ static hf_response_msg *read_response(int fd, uint8_t *buf) {
     hf_frame_peek(hdr, 4, 65536, &plen);
     if (read_full(fd, buf, plen) != 0) exit(1);
     return hf_frame_unpack_response(buf, plen);
+}
+
+/* One request, one answer, on a blocking socket. */
+static hf_response_msg *roundtrip(int fd, hf_request_msg *req, uint8_t *resp_buf) {
+    send_request(fd, req);
+    return read_response(fd, resp_buf);
 }
 
 static void hold_msg(hf_request_msg *req, Holdfast__V1__HoldRequest *hold, char **ids,

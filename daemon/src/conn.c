@@ -332,38 +332,34 @@ static void flush(struct hf_conn *conn) {
             queue_done(conn, bytes);
             continue;
         }
-        struct write_req *wr = NULL;
-        if (sent >= 0 || sent == UV_EAGAIN)
-            wr = malloc(sizeof *wr + WRITE_BATCH_FRAMES * sizeof wr->frames[0]);
-        if (!wr) {
-            if (sent < 0 && sent != UV_EAGAIN)
-                log_debug("client connection: write failed: %s", uv_strerror(sent));
-            for (unsigned i = 0; i < n; i++) free(frames[i]);
-            queue_done(conn, bytes);
-            hf_conn_close(conn);
-            return;
-        }
-        /* The rest, from where the socket stopped taking it. */
-        unsigned first = 0;
-        for (size_t skip = sent > 0 ? (size_t)sent : 0; skip > 0; first++) {
-            if (skip < bufs[first].len) {
-                bufs[first].base += skip;
-                bufs[first].len -= skip;
-                break;
+        if (sent >= 0 || sent == UV_EAGAIN) {
+            /* The rest, from where the socket stopped taking it. */
+            struct write_req *wr = malloc(sizeof *wr + n * sizeof wr->frames[0]);
+            if (wr) {
+                unsigned first = 0;
+                for (size_t skip = sent > 0 ? (size_t)sent : 0; skip > 0; first++) {
+                    if (skip < bufs[first].len) {
+                        bufs[first].base += skip;
+                        bufs[first].len -= skip;
+                        break;
+                    }
+                    skip -= bufs[first].len;
+                }
+                wr->conn = conn;
+                wr->bytes = bytes;
+                wr->n = n;
+                memcpy(wr->frames, frames, n * sizeof frames[0]);
+                if (uv_write(&wr->req, stream, bufs + first, n - first, on_write) == 0) continue;
+                free(wr);
             }
-            skip -= bufs[first].len;
+        } else {
+            log_debug("client connection: write failed: %s", uv_strerror(sent));
         }
-        wr->conn = conn;
-        wr->bytes = bytes;
-        wr->n = n;
-        memcpy(wr->frames, frames, n * sizeof frames[0]);
-        if (uv_write(&wr->req, stream, bufs + first, n - first, on_write) != 0) {
-            for (unsigned i = 0; i < n; i++) free(frames[i]);
-            queue_done(conn, bytes);
-            free(wr);
-            hf_conn_close(conn);
-            return;
-        }
+        /* Not written, and never will be: the connection goes. */
+        for (unsigned i = 0; i < n; i++) free(frames[i]);
+        queue_done(conn, bytes);
+        hf_conn_close(conn);
+        return;
     }
 }
 
