@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   build-essential dpkg-dev cmake pkg-config
   libuv1-dev libssl-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
-  liblua5.4-dev libpq-dev libsystemd-dev libsodium-dev libcmocka-dev libmicrohttpd-dev
+  liblua5.4-dev libpq-dev libsystemd-dev libsodium-dev libcmocka-dev libmicrohttpd-dev uthash-dev
   redis-server postgresql
   python3 python3-pytest python3-protobuf python3-prometheus-client valgrind clang libclang-rt-14-dev
   openssl

@@ -47,6 +47,22 @@ enum hf_sqlstate_kind hf_sqlstate_classify(const char *sqlstate) {
     return HF_SQLSTATE_OTHER;
 }
 
+size_t hf_db_note_format(const struct hf_db_note *n, char *out, size_t cap) {
+    size_t len = 0;
+    const char *names[2] = {" db=", " after="};
+    const char *values[2] = {n->db, n->after};
+    for (int i = 0; i < 2; i++) {
+        if (!values[i]) continue;
+        size_t nl = strlen(names[i]), vl = strlen(values[i]);
+        if (len + nl + vl >= cap) break;
+        memcpy(out + len, names[i], nl);
+        memcpy(out + len + nl, values[i], vl);
+        len += nl + vl;
+    }
+    if (cap) out[len] = '\0';
+    return len;
+}
+
 /* ---- trace context ---- */
 
 const char *hf_sql_traced(const char *traceparent, const char *sql, char *buf, size_t buflen) {

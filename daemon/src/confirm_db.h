@@ -18,6 +18,16 @@ enum hf_sqlstate_kind {
     HF_SQLSTATE_SCHEMA,    /* schema holdfast missing, or not usable by this role */
 };
 
+/* What an op on the database adds to its request's log line: db= (commit,
+ * rollback, replay, lost, unknown, not_sent) and after= (what happened in
+ * Redis after the decision). NULL: not said. */
+struct hf_db_note {
+    const char *db;
+    const char *after;
+};
+/* " db=... after=..." (what is set) into out; its length. */
+size_t hf_db_note_format(const struct hf_db_note *n, char *out, size_t cap);
+
 /* The kind of a five-character SQLSTATE; OTHER for NULL or anything else. */
 enum hf_sqlstate_kind hf_sqlstate_classify(const char *sqlstate);
 
@@ -25,9 +35,10 @@ enum hf_sqlstate_kind hf_sqlstate_classify(const char *sqlstate);
  * request that carried a traceparent (validated by hf_traceparent_parse:
  * lowercase hex and dashes only), `sql` behind a leading SQL comment that
  * holds traceparent='00-...' (written into buf), so PostgreSQL's statement
- * log and pg_stat_activity show the caller's trace. Statements are not
- * prepared, so a new text per trace costs nothing; pg_stat_statements
- * ignores comments. `sql` alone when buf is too small. */
+ * log and pg_stat_activity show the caller's trace. The plain text runs as a
+ * prepared statement of its session; a traced one cannot (its text differs
+ * per request), so tracing costs a parse; pg_stat_statements ignores
+ * comments. `sql` alone when buf is too small. */
 const char *hf_sql_traced(const char *traceparent, const char *sql, char *buf, size_t buflen);
 
 /* The pool for postgres.* of `cfg` (read now; the settings are start-only):

@@ -14,7 +14,7 @@
 struct hf_redis_front;
 struct hf_pg_pool;
 struct hf_server;
-struct hf_wait_hub;
+struct hf_wake_hub;
 
 struct hf_daemon {
     uv_loop_t *loop;
@@ -24,11 +24,7 @@ struct hf_daemon {
     struct hf_pg_pool *pg;        /* NULL when PostgreSQL is not configured */
     bool pg_ready;                /* kept by the pool's state callback */
     struct hf_server *server;
-    struct hf_wait_hub *waits;    /* waiting in line (wait_line.c) */
-    /* Resources of one partition were freed: wakes their waiters (main.c
-     * wires it to wait_line.c, for session.c, which wait_line.c sits above). */
-    void (*wake_released)(struct hf_daemon *d, const char *const *hold_keys,
-                          const size_t *lens, size_t n);
+    struct hf_wake_hub *wakes;    /* wake-ups of the lines (wake_hub.c) */
     bool draining;                /* SIGTERM: finish what is in flight */
     unsigned in_flight;           /* kept by the request layer */
     unsigned connections;         /* kept by the server */

@@ -7,8 +7,10 @@
 #include "config.h"
 #include "log.h"
 #include "metrics.h"
+#include "numfmt.h"
 #include "ops_common.h"
 #include "policy.h"
+#include "wake_hub.h"
 
 bool hf_grant_prepare(struct hf_grant *g) {
     if (hf_token_random(g->random) == 0) return true;
@@ -25,21 +27,20 @@ static void answer_withdrawn(struct hf_grant *g) {
 
 static void on_undo_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct hf_grant *g = privdata;
-    struct hf_daemon *d = g->req->d;
     if (status != HF_REDIS_OK || r->type == REDIS_REPLY_ERROR)
         log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
                  g->req->correlation_id, g->ttl);
-    else if (g->release_fn == HF_FN_RELEASE && d->wake_released)
-        d->wake_released(d, g->keys, g->key_lens, g->n_keys); /* the line tries now */
+    else /* given back: the line tries now */
+        hf_wake_lines(g->req->d->wakes, hf_keys_lines(g->t->keys), false);
     answer_withdrawn(g);
 }
 
 /* Give back a grant nobody will use, owner-checked by the release function. */
 static void withdraw(struct hf_grant *g) {
-    const char *args[] = {g->token};
-    size_t lens[] = {strlen(g->token)};
-    if (hf_front_call(g->req->d->redis, NULL, g->release_fn, g->n_keys, g->keys, g->key_lens, 1,
-                      args, lens, g->req->cfg->redis_command_timeout_ms, on_undo_reply, g) != 0) {
+    struct hf_argv args;
+    hf_argv_init(&args);
+    hf_argv_add_str(&args, g->token);
+    if (hf_target_call(g->req, g->t, HF_STEP_RELEASE, NULL, &args, on_undo_reply, g) != 0) {
         log_warn("hold cid=%s: could not withdraw an unusable grant; it expires in %u ms",
                  g->req->correlation_id, g->ttl);
         answer_withdrawn(g);
@@ -67,7 +68,7 @@ static void on_wait_reply(void *privdata, enum hf_redis_status status, redisRepl
     struct hf_grant *g = privdata;
     struct hf_request *req = g->req;
     long long acks = status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    if (acks >= (long long)g->ns->min_replicas_ack && !req->answered) {
+    if (acks >= (long long)g->t->ns->min_replicas_ack && !req->answered) {
         answer(g);
         return;
     }
@@ -75,7 +76,7 @@ static void on_wait_reply(void *privdata, enum hf_redis_status status, redisRepl
         hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
         snprintf(g->why_withdrawn_buf, sizeof g->why_withdrawn_buf,
                  "only %lld of %u replicas acknowledged the hold; withdrawn", acks < 0 ? 0 : acks,
-                 g->ns->min_replicas_ack);
+                 g->t->ns->min_replicas_ack);
         g->why_withdrawn = g->why_withdrawn_buf;
     } else {
         hf_metrics_inc(HF_C_LATE_GRANTS_RELEASED);
@@ -108,17 +109,17 @@ void hf_grant_granted(struct hf_grant *g, const redisReply *r) {
         withdraw(g);
         return;
     }
-    uint32_t replicas = g->ns->min_replicas_ack;
+    uint32_t replicas = g->t->ns->min_replicas_ack;
     if (replicas == 0) {
         answer(g);
         return;
     }
     /* WAIT covers the writes of this connection, which made the grant. */
-    char n[16], ms[16];
-    snprintf(n, sizeof n, "%u", replicas);
-    snprintf(ms, sizeof ms, "%u", hf_request_backend_timeout(req, g->ns->replicas_ack_timeout_ms));
+    char n[21], ms[21];
+    hf_u64_dec(n, replicas);
+    hf_u64_dec(ms, hf_request_backend_timeout(req, g->t->ns->replicas_ack_timeout_ms));
     const char *argv[] = {"WAIT", n, ms};
-    uint32_t budget = hf_request_remaining_ms(req) + g->ns->replicas_ack_timeout_ms;
+    uint32_t budget = hf_request_remaining_ms(req) + g->t->ns->replicas_ack_timeout_ms;
     if (hf_redis_conn_command(g->conn, 3, argv, NULL, budget, on_wait_reply, g) != 0) {
         hf_metrics_inc(HF_C_REPLICA_ACK_FAILURES);
         g->why_withdrawn = "redis connection lost before replicas acknowledged; withdrawn";
@@ -126,17 +127,16 @@ void hf_grant_granted(struct hf_grant *g, const redisReply *r) {
     }
 }
 
-bool hf_grant_admitted(struct hf_request *req, const struct hf_namespace *ns,
-                       char *const *ids, size_t n_ids, uint32_t *ttl) {
+bool hf_grant_admitted(struct hf_request *req, const struct hf_target *t, uint32_t *ttl) {
     struct hf_hold_facts facts = {
         .op = "hold",
         .partition = req->partition,
-        .ids = ids,
-        .n_ids = n_ids,
+        .ids = t->labels,
+        .n_ids = t->n,
         .ttl_ms = *ttl,
         .correlation_id = req->correlation_id,
         .uid = req->peer_uid,
         .gid = req->peer_gid,
     };
-    return hf_admitted(req, ns, &facts, ttl);
+    return hf_admitted(req, t->ns, &facts, ttl);
 }

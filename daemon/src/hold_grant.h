@@ -1,8 +1,8 @@
-/* hold_grant.h - what a Hold does once Redis has granted it, shared by seat
- * holds (ops_hold.c) and pool holds (ops_pool.c): build the token from the
- * fence, answer it, wait for replicas when the namespace asks, and withdraw a
- * grant nobody will use (late, client gone, replicas missing), owner-checked.
- * Also the admit hook's check before a hold is sent. */
+/* hold_grant.h - what a Hold does once Redis has granted it: build the token
+ * from the fence, answer it, wait for replicas when the namespace asks, and
+ * withdraw a grant nobody will use (late, client gone, replicas missing),
+ * owner-checked, waking the lines of what it gave back. Also the admit
+ * hook's check before a hold is sent. */
 #ifndef HF_HOLD_GRANT_H
 #define HF_HOLD_GRANT_H
 
@@ -12,24 +12,17 @@
 
 #include "redis_front.h"
 #include "request.h"
+#include "target.h"
 #include "token.h"
-
-struct hf_namespace;
 
 struct hf_grant {
     struct hf_request *req;
-    const struct hf_namespace *ns;
+    const struct hf_target *t;  /* what was granted (the op's context owns it) */
     struct hf_redis_conn *conn; /* the connection whose script made the grant */
     uint32_t ttl;
     uint64_t fence;
     char random[HF_TOKEN_RANDOM_CHARS + 1];
     char token[HF_TOKEN_MAX_LEN + 1];
-    /* How to give the grant back: the release function and its keys (the
-     * grant's keys, owned by the op's context). */
-    enum hf_script_fn release_fn;
-    size_t n_keys;
-    const char *const *keys;
-    const size_t *key_lens;
     /* Called once the grant is sure, before it is answered; returns false
      * (with why_withdrawn set) to withdraw it instead. Optional. */
     bool (*keep)(struct hf_grant *g);
@@ -47,9 +40,8 @@ bool hf_grant_prepare(struct hf_grant *g);
 void hf_grant_granted(struct hf_grant *g, const redisReply *r);
 
 /* The namespace's admit hook, if any, may refuse a hold or set its TTL
- * (ids as the hook sees them: seat ids, or "pool=count"). Answers the
- * refusal itself. */
-bool hf_grant_admitted(struct hf_request *req, const struct hf_namespace *ns,
-                       char *const *ids, size_t n_ids, uint32_t *ttl);
+ * (it sees the target's labels: seat ids or legs, or "pool=count"). Answers
+ * the refusal itself. */
+bool hf_grant_admitted(struct hf_request *req, const struct hf_target *t, uint32_t *ttl);
 
 #endif

@@ -1,81 +1,136 @@
-/* keys.c - builds hold and fence keys. The hash tag {ns:partition} keeps a
- * partition on one cluster slot so multi-id scripts never hit CROSSSLOT. */
+/* keys.c - builds the keys of a target (see keys.h for the layout). */
 #include "keys.h"
 
-#include <stdio.h>
+#include "validate.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-#define FENCE_SUFFIX "#fence"
+#define FENCE "#fence"
+#define WAITERS "#waiters"
+#define POOL_DEFAULT "#pooldefault"
+#define POOL_HASH "#pool:"
+#define POOL_HOLDS "#pexp:"
+#define SEAT_LINE "#line:"
+#define POOL_LINE "#pline:"
 
-struct hf_keyset *hf_keyset_build(const char *ns, const char *partition,
-                                  char *const *ids, size_t n_ids) {
-    size_t prefix_len = strlen("hf:{") + strlen(ns) + 1 + strlen(partition) + strlen("}:");
-    size_t text = prefix_len + strlen(FENCE_SUFFIX) + 1;
-    for (size_t i = 0; i < n_ids; i++) text += prefix_len + strlen(ids[i]) + 1;
-    size_t count = n_ids + 1;
+/* One key: the partition's prefix, a kind ("#line:", or "" for a seat's
+ * hold), a name ("" for the fixed keys). */
+struct part {
+    const char *kind, *name;
+    size_t kind_len, name_len;
+};
+
+static struct part part_of(const char *kind, const char *name) {
+    return (struct part){kind, name, strlen(kind), strlen(name)};
+}
+
+/* The keyset for parts[0..count), each behind prefix. */
+static struct hf_keyset *assemble(const char *prefix, size_t prefix_len, const struct part *parts,
+                                  size_t count, size_t waiters) {
+    size_t text = 0;
+    for (size_t i = 0; i < count; i++)
+        text += prefix_len + parts[i].kind_len + parts[i].name_len + 1;
     size_t header = sizeof(struct hf_keyset) + count * (sizeof(char *) + sizeof(size_t));
     struct hf_keyset *ks = malloc(header + text);
     if (!ks) return NULL;
     ks->count = count;
+    ks->waiters = waiters;
     ks->keys = (const char **)(ks + 1);
     ks->lens = (size_t *)(ks->keys + count);
     char *p = (char *)(ks->lens + count);
-    /* "hf:{<ns>:<partition>}:" once, then copied in front of every suffix. */
-    char *prefix = p;
-    size_t nl = strlen(ns), pl = strlen(partition);
-    memcpy(p, "hf:{", 4);
-    memcpy(p + 4, ns, nl);
-    p[4 + nl] = ':';
-    memcpy(p + 5 + nl, partition, pl);
-    memcpy(p + 5 + nl + pl, "}:", 2);
     for (size_t i = 0; i < count; i++) {
-        const char *suffix = i == 0 ? FENCE_SUFFIX : ids[i - 1];
-        size_t sl = strlen(suffix);
-        if (p != prefix) memcpy(p, prefix, prefix_len);
-        memcpy(p + prefix_len, suffix, sl);
-        p[prefix_len + sl] = '\0';
+        const struct part *k = &parts[i];
         ks->keys[i] = p;
-        ks->lens[i] = prefix_len + sl;
-        p += prefix_len + sl + 1;
+        memcpy(p, prefix, prefix_len);
+        memcpy(p + prefix_len, k->kind, k->kind_len);
+        memcpy(p + prefix_len + k->kind_len, k->name, k->name_len);
+        ks->lens[i] = prefix_len + k->kind_len + k->name_len;
+        p[ks->lens[i]] = '\0';
+        p += ks->lens[i] + 1;
     }
+    return ks;
+}
+
+/* "hf:{<ns>:<partition>}:" into out (room for 2 * HF_NAME_MAX + 8: both are
+ * validated names). */
+static size_t write_prefix(char *out, const char *ns, const char *partition) {
+    size_t nl = strlen(ns), pl = strlen(partition);
+    memcpy(out, "hf:{", 4);
+    memcpy(out + 4, ns, nl);
+    out[4 + nl] = ':';
+    memcpy(out + 5 + nl, partition, pl);
+    memcpy(out + 5 + nl + pl, "}:", 2);
+    return nl + pl + 7;
+}
+
+struct hf_keyset *hf_keyset_build(enum hf_key_layout layout, const char *ns,
+                                  const char *partition, char *const *items, size_t n) {
+    bool pools = layout == HF_KEYS_POOLS;
+    size_t holds = pools ? 1 + 2 * n : n;
+    size_t count = 1 + holds + 1 + n;
+    char prefix[2 * HF_NAME_MAX + 8];
+    struct part *parts = malloc(count * sizeof *parts);
+    struct hf_keyset *ks = NULL;
+    if (parts) {
+        size_t k = 0;
+        parts[k++] = part_of(FENCE, "");
+        if (pools) parts[k++] = part_of(POOL_DEFAULT, "");
+        for (size_t i = 0; i < n; i++) {
+            if (pools) {
+                parts[k++] = part_of(POOL_HASH, items[i]);
+                parts[k++] = part_of(POOL_HOLDS, items[i]);
+            } else {
+                parts[k++] = part_of("", items[i]);
+            }
+        }
+        size_t waiters = k;
+        parts[k++] = part_of(WAITERS, "");
+        for (size_t i = 0; i < n; i++) parts[k++] = part_of(pools ? POOL_LINE : SEAT_LINE, items[i]);
+        ks = assemble(prefix, write_prefix(prefix, ns, partition), parts, count, waiters);
+    }
+    free(parts);
     return ks;
 }
 
 void hf_keyset_free(struct hf_keyset *ks) { free(ks); }
 
-#define POOL_DEFAULT_SUFFIX "#pooldefault"
-#define POOL_HASH_PREFIX "#pool:"
-#define POOL_HOLDS_PREFIX "#pexp:"
+struct hf_strs hf_keys_run(const struct hf_keyset *ks, size_t from, size_t to) {
+    return (struct hf_strs){.v = ks->keys + from, .lens = ks->lens + from, .n = to - from};
+}
 
-struct hf_keyset *hf_pool_keyset_build(const char *ns, const char *partition,
-                                       char *const *pools, size_t n_pools) {
-    size_t prefix_len = strlen("hf:{") + strlen(ns) + 1 + strlen(partition) + strlen("}:");
-    size_t text = 2 * (prefix_len + 1) + strlen(FENCE_SUFFIX) + strlen(POOL_DEFAULT_SUFFIX);
-    for (size_t i = 0; i < n_pools; i++)
-        text += 2 * (prefix_len + strlen(pools[i]) + 1) + strlen(POOL_HASH_PREFIX) +
-                strlen(POOL_HOLDS_PREFIX);
-    size_t count = HF_POOL_KEYS_BEFORE + 2 * n_pools;
-    size_t header = sizeof(struct hf_keyset) + count * (sizeof(char *) + sizeof(size_t));
-    struct hf_keyset *ks = malloc(header + text);
-    if (!ks) return NULL;
-    ks->count = count;
-    ks->keys = (const char **)(ks + 1);
-    ks->lens = (size_t *)(ks->keys + count);
-    char *p = (char *)(ks->lens + count);
-    for (size_t i = 0; i < count; i++) {
-        int n;
-        if (i == 0)
-            n = sprintf(p, "hf:{%s:%s}:%s", ns, partition, FENCE_SUFFIX);
-        else if (i == 1)
-            n = sprintf(p, "hf:{%s:%s}:%s", ns, partition, POOL_DEFAULT_SUFFIX);
-        else
-            n = sprintf(p, "hf:{%s:%s}:%s%s", ns, partition,
-                        (i - HF_POOL_KEYS_BEFORE) % 2 ? POOL_HOLDS_PREFIX : POOL_HASH_PREFIX,
-                        pools[(i - HF_POOL_KEYS_BEFORE) / 2]);
-        ks->keys[i] = p;
-        ks->lens[i] = (size_t)n;
-        p += n + 1;
+struct hf_strs hf_keys_lines(const struct hf_keyset *ks) {
+    return hf_keys_run(ks, ks->waiters, ks->count);
+}
+
+size_t hf_key_prefix_len(const char *key, size_t len) {
+    if (len < 4 || memcmp(key, "hf:{", 4) != 0) return 0;
+    const char *end = memchr(key, '}', len);
+    if (!end || (size_t)(end - key) + 2 > len || end[1] != ':') return 0;
+    return (size_t)(end - key) + 2;
+}
+
+struct hf_keyset *hf_keyset_lines_of(const char *const *hold_keys, const size_t *lens, size_t n) {
+    if (n == 0) return NULL;
+    size_t prefix_len = hf_key_prefix_len(hold_keys[0], lens[0]);
+    struct part *parts = malloc((n + 1) * sizeof *parts);
+    if (!prefix_len || !parts) {
+        free(parts);
+        return NULL;
     }
+    parts[0] = part_of(WAITERS, "");
+    for (size_t i = 0; i < n; i++) {
+        /* Keys of one partition share the prefix; a name never holds '#'. */
+        if (hf_key_prefix_len(hold_keys[i], lens[i]) != prefix_len ||
+            memcmp(hold_keys[i], hold_keys[0], prefix_len) != 0 ||
+            hold_keys[i][prefix_len] == '#') {
+            free(parts);
+            return NULL;
+        }
+        parts[1 + i] = (struct part){SEAT_LINE, hold_keys[i] + prefix_len, strlen(SEAT_LINE),
+                                     lens[i] - prefix_len};
+    }
+    struct hf_keyset *ks = assemble(hold_keys[0], prefix_len, parts, n + 1, 0);
+    free(parts);
     return ks;
 }

@@ -28,7 +28,7 @@
 #include "redis_front.h"
 #include "server.h"
 #include "token.h"
-#include "wait_line.h"
+#include "wake_hub.h"
 
 struct app {
     struct hf_daemon d; /* first: callbacks get the daemon and find the app */
@@ -138,8 +138,8 @@ static void close_everything(struct app *app) {
     uv_close((uv_handle_t *)&app->release_timer, NULL);
     hf_http_close(app->http);
     app->http = NULL;
-    hf_wait_hub_close(app->d.waits); /* after the server: every waiter has left */
-    app->d.waits = NULL;
+    hf_wake_hub_close(app->d.wakes); /* after the server: every waiter has left */
+    app->d.wakes = NULL;
     hf_front_close(app->d.redis);
     app->d.redis = NULL;
     hf_confirm_db_close(app->d.pg);
@@ -156,11 +156,6 @@ static void close_everything(struct app *app) {
     uv_close((uv_handle_t *)&app->watchdog, NULL);
     uv_close((uv_handle_t *)&app->log_flush, NULL);
     hf_busy_poll_close();
-}
-
-static void wake_released(struct hf_daemon *d, const char *const *hold_keys,
-                          const size_t *lens, size_t n) {
-    hf_wait_wake_keys(d, hold_keys, lens, n, false);
 }
 
 /* Closing the connections ended their sessions, whose holds are being
@@ -229,7 +224,7 @@ static void on_terminate(uv_signal_t *s, int signum) {
              app->d.in_flight, app->d.cfg->drain_timeout_ms);
     app->d.draining = true;
     hf_notify_stopping();
-    hf_wait_hub_drain(app->d.waits); /* waiters answer now, not at their wait's end */
+    hf_wake_hub_drain(app->d.wakes); /* waiters answer now, not at their wait's end */
     hf_server_stop_accepting(app->d.server);
     if (app->d.in_flight == 0) {
         shutdown_now(app);
@@ -323,10 +318,9 @@ static int run(const char *config_path) {
     if (wd) uv_timer_start(&app->watchdog, on_watchdog, wd / 2000, wd / 2000);
 
     app->d.redis = hf_front_create(&app->loop, cfg, on_redis_ready, app);
-    if (app->d.redis) app->d.waits = hf_wait_hub_create(&app->d, cfg);
-    app->d.wake_released = wake_released;
+    if (app->d.redis) app->d.wakes = hf_wake_hub_create(&app->loop, app->d.redis, cfg);
     if (cfg->pg_dsn) app->d.pg = hf_confirm_db_create(&app->loop, cfg, on_pg_state, app);
-    app->d.server = app->d.redis && app->d.waits && (app->d.pg || !cfg->pg_dsn)
+    app->d.server = app->d.redis && app->d.wakes && (app->d.pg || !cfg->pg_dsn)
                         ? hf_server_create(&app->d, on_accept, app)
                         : NULL;
     if (app->d.server && cfg->metrics_http)

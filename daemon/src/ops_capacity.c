@@ -18,7 +18,9 @@
 #include "confirm_db.h"
 #include "confirm_outcome.h"
 #include "log.h"
-#include "pools.h"
+#include "numfmt.h"
+#include "ops_table.h"
+#include "pool_mirror.h"
 #include "redis_front.h"
 #include "validate.h"
 
@@ -35,9 +37,9 @@ static const char SQL_SET_CAPACITY[] =
 
 /* The op's context (both ops). */
 struct capacity_call {
-    struct hf_pool_target target;
+    struct hf_target target;
     struct hf_request *req;
-    struct hf_pool_target *p; /* &target */
+    struct hf_db_note note;   /* the log line's db= and after= */
     bool is_default;          /* SetCapacity of the partition's default */
     struct hf_pool_row *rows; /* GetCapacity: per pool; SetCapacity: the pool */
     struct hf_pool_row def;
@@ -50,8 +52,21 @@ struct capacity_call {
 
 static void free_capacity_call(void *ctx) {
     struct capacity_call *cc = ctx;
-    hf_pool_target_clear(&cc->target);
+    hf_target_clear(&cc->target);
     free(cc->rows);
+}
+
+static size_t capacity_log_fields(const void *ctx, char *out, size_t cap) {
+    return hf_db_note_format(&((const struct capacity_call *)ctx)->note, out, cap);
+}
+
+/* The context of both ops, logging its database outcome. */
+static struct capacity_call *capacity_call_create(struct hf_request *req) {
+    struct capacity_call *cc = hf_request_context(req, sizeof *cc, free_capacity_call);
+    if (!cc) return NULL;
+    cc->req = req;
+    hf_request_log_fields(req, capacity_log_fields);
+    return cc;
 }
 
 static uint32_t after_timeout(struct hf_request *req, bool *answer_first) {
@@ -105,7 +120,7 @@ static void answer_pg_failure(struct hf_request *req, const struct hf_pg_result 
     }
 }
 
-static bool pg_usable(struct hf_request *req) {
+static bool pg_usable(struct hf_request *req, struct capacity_call *cc) {
     if (!req->d->pg) {
         hf_request_fail(req, HF_CODE(FAILED_PRECONDITION), NULL, NULL,
                         "%s needs PostgreSQL (postgres.dsn), which this daemon does not have "
@@ -113,7 +128,7 @@ static bool pg_usable(struct hf_request *req) {
         return false;
     }
     if (!req->d->pg_ready) {
-        req->db_outcome = "not_sent";
+        cc->note.db = "not_sent";
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "postgres is not connected");
         return false;
     }
@@ -150,9 +165,9 @@ static void answer_set(struct capacity_call *cc) {
 static void on_set_mirrored(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct capacity_call *cc = privdata;
     if (status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER) {
-        cc->req->after_result = "mirrored";
+        cc->note.after = "mirrored";
     } else {
-        cc->req->after_result = "failed";
+        cc->note.after = "failed";
         log_warn("set_capacity cid=%s: committed, but the redis mirror was not updated (%s); it "
                  "catches up at the pool's next change or load", cc->req->correlation_id,
                  hf_redis_failure_text(status, r));
@@ -165,7 +180,7 @@ static void on_set_result(void *privdata, const struct hf_pg_result *r) {
     struct capacity_call *cc = privdata;
     struct hf_request *req = cc->req;
     if (r->status != HF_PG_OK) {
-        req->db_outcome = r->status == HF_PG_IN_DOUBT ? "unknown"
+        cc->note.db = r->status == HF_PG_IN_DOUBT ? "unknown"
                           : r->status == HF_PG_NOT_SENT ? "not_sent" : "rollback";
         answer_pg_failure(req, r, "the capacity change");
         hf_request_op_done(req);
@@ -173,7 +188,7 @@ static void on_set_result(void *privdata, const struct hf_pg_result *r) {
     }
     const PGresult *res = r->res;
     if (PQntuples(res) != 1 || PQnfields(res) < 6) {
-        req->db_outcome = "unknown";
+        cc->note.db = "unknown";
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "unexpected result from the database");
         hf_request_op_done(req);
         return;
@@ -188,7 +203,7 @@ static void on_set_result(void *privdata, const struct hf_pg_result *r) {
         .version = strtoll(PQgetvalue(res, 0, 5), NULL, 10),
     };
     if (strcmp(cc->code, "OK") != 0) {
-        req->db_outcome = "rollback";
+        cc->note.db = "rollback";
         const char *pool = cc->answer_pool;
         if (cc->is_default)
             hf_request_fail(req, HF_CODE(FAILED_PRECONDITION), "capacity", pool,
@@ -203,16 +218,16 @@ static void on_set_result(void *privdata, const struct hf_pg_result *r) {
         hf_request_op_done(req);
         return;
     }
-    req->db_outcome = "commit";
+    cc->note.db = "commit";
     if (cc->is_default) cc->def = row;
     else cc->rows[0] = row;
     bool answer_first;
     uint32_t timeout = after_timeout(req, &answer_first);
     if (answer_first) answer_set(cc);
-    if (hf_pool_mirror_write(req, cc->p, NULL, cc->is_default ? NULL : cc->rows,
+    if (hf_pool_mirror_write(req, &cc->target, NULL, cc->is_default ? NULL : cc->rows,
                              cc->is_default ? &cc->def : NULL, timeout, on_set_mirrored,
                              cc) != 0) {
-        req->after_result = "failed";
+        cc->note.after = "failed";
         log_warn("set_capacity cid=%s: committed, but redis is not connected to mirror it",
                  req->correlation_id);
         answer_set(cc);
@@ -222,10 +237,8 @@ static void on_set_result(void *privdata, const struct hf_pg_result *r) {
 
 void hf_op_set_capacity(struct hf_request *req) {
     Holdfast__V1__SetCapacityRequest *m = req->msg->set_capacity;
-    struct capacity_call *cc = hf_request_context(req, sizeof *cc, free_capacity_call);
+    struct capacity_call *cc = capacity_call_create(req);
     if (!cc) return;
-    cc->req = req;
-    cc->p = &cc->target;
     cc->is_default = m->partition_default;
     const char *pool = m->pool ? m->pool : "";
     if (cc->is_default && *pool) {
@@ -245,31 +258,31 @@ void hf_op_set_capacity(struct hf_request *req) {
     }
     snprintf(cc->pool_name, sizeof cc->pool_name, "%s", pool);
     cc->one_pool[0] = cc->pool_name;
-    if (!hf_pool_target_parse(req, cc->p, m->namespace_, m->partition, 0, NULL, 0, cc->one_pool,
-                              cc->is_default ? 0 : 1, false, true))
-        return;
+    struct hf_target_fields f = {.ns = m->namespace_, .partition = m->partition,
+                                 .pools = cc->one_pool, .n_pools = cc->is_default ? 0 : 1};
+    if (!hf_target_parse(req, &cc->target, &f, HF_NEED_POOL_NAMES)) return;
     if (m->capacity > HF_POOL_MAX_CAPACITY) {
         hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "capacity", NULL,
                         "capacity must be 0..%llu", HF_POOL_MAX_CAPACITY);
         return;
     }
-    if (!pg_usable(req)) return;
+    if (!pg_usable(req, cc)) return;
     cc->rows = calloc(1, sizeof *cc->rows);
     if (!cc->rows) {
         hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
         return;
     }
-    char capacity[24], lock[16];
-    snprintf(capacity, sizeof capacity, "%" PRIu64, m->capacity);
+    char capacity[21], lock[21];
+    hf_u64_dec(capacity, m->capacity);
     uint32_t left = hf_request_remaining_ms(req);
-    snprintf(lock, sizeof lock, "%u", left > 2 * LOCK_MARGIN_MS ? left - LOCK_MARGIN_MS : 1);
-    const char *values[5] = {cc->p->t.ns->name, req->partition,
+    hf_u64_dec(lock, left > 2 * LOCK_MARGIN_MS ? left - LOCK_MARGIN_MS : 1);
+    const char *values[5] = {cc->target.ns->name, req->partition,
                              cc->is_default ? "*" : cc->pool_name, capacity, lock};
     hf_request_op_start(req);
     int rc = hf_pg_query(req->d->pg, SQL_SET_CAPACITY, 5, values, NULL, NULL, left,
                          req->cfg->pg_statement_timeout_ms + PG_GRACE_MS, on_set_result, cc);
     if (rc != 0) {
-        req->db_outcome = "not_sent";
+        cc->note.db = "not_sent";
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "postgres %s",
                         rc == -ENOTCONN ? "is not connected" : strerror(-rc));
         hf_request_op_done(req);
@@ -281,7 +294,7 @@ void hf_op_set_capacity(struct hf_request *req) {
 static void answer_get(struct capacity_call *cc) {
     struct hf_request *req = cc->req;
     if (req->answered) return;
-    const struct hf_pool_target *p = cc->p;
+    const struct hf_target *p = &cc->target;
     Holdfast__V1__PoolCapacity *items = calloc(p->n ? p->n : 1, sizeof *items);
     Holdfast__V1__PoolCapacity **ptrs = calloc(p->n ? p->n : 1, sizeof *ptrs);
     if (!items || !ptrs) {
@@ -289,7 +302,7 @@ static void answer_get(struct capacity_call *cc) {
     } else {
         for (size_t i = 0; i < p->n; i++) {
             holdfast__v1__pool_capacity__init(&items[i]);
-            fill_capacity(&items[i], p->names[i], &cc->rows[i], &cc->def);
+            fill_capacity(&items[i], p->items[i], &cc->rows[i], &cc->def);
             ptrs[i] = &items[i];
         }
         hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
@@ -308,7 +321,7 @@ static void answer_get(struct capacity_call *cc) {
 
 static void on_get_mirrored(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct capacity_call *cc = privdata;
-    cc->req->after_result =
+    cc->note.after =
         status == HF_REDIS_OK && r->type == REDIS_REPLY_INTEGER ? "mirrored" : "failed";
     answer_get(cc);
     hf_request_op_done(cc->req);
@@ -322,7 +335,7 @@ static void on_get_result(void *privdata, const struct hf_pg_result *r) {
         hf_request_op_done(req);
         return;
     }
-    if (!hf_pool_state_parse(r->res, cc->p->n, cc->rows, &cc->def)) {
+    if (!hf_pool_state_parse(r->res, cc->target.n, cc->rows, &cc->def)) {
         hf_request_fail(req, HF_CODE(INTERNAL), NULL, NULL, "unexpected result from the database");
         hf_request_op_done(req);
         return;
@@ -331,9 +344,9 @@ static void on_get_result(void *privdata, const struct hf_pg_result *r) {
     bool answer_first;
     uint32_t timeout = after_timeout(req, &answer_first);
     if (answer_first) answer_get(cc);
-    if (hf_pool_mirror_write(req, cc->p, NULL, cc->rows, &cc->def, timeout, on_get_mirrored,
+    if (hf_pool_mirror_write(req, &cc->target, NULL, cc->rows, &cc->def, timeout, on_get_mirrored,
                              cc) != 0) {
-        req->after_result = "failed";
+        cc->note.after = "failed";
         answer_get(cc);
         hf_request_op_done(req);
     }
@@ -341,21 +354,19 @@ static void on_get_result(void *privdata, const struct hf_pg_result *r) {
 
 void hf_op_get_capacity(struct hf_request *req) {
     Holdfast__V1__GetCapacityRequest *m = req->msg->get_capacity;
-    struct capacity_call *cc = hf_request_context(req, sizeof *cc, free_capacity_call);
+    struct capacity_call *cc = capacity_call_create(req);
     if (!cc) return;
-    cc->req = req;
-    cc->p = &cc->target;
-    if (!hf_pool_target_parse(req, cc->p, m->namespace_, m->partition, 0, NULL, 0, m->pools,
-                              m->n_pools, false, true))
-        return;
-    if (!pg_usable(req)) return;
-    cc->rows = calloc(cc->p->n + 1, sizeof *cc->rows);
-    char *names = cc->rows ? hf_pg_text_array(cc->p->names, cc->p->n) : NULL;
+    struct hf_target_fields f = {.ns = m->namespace_, .partition = m->partition,
+                                 .pools = m->pools, .n_pools = m->n_pools};
+    if (!hf_target_parse(req, &cc->target, &f, HF_NEED_POOL_NAMES)) return;
+    if (!pg_usable(req, cc)) return;
+    cc->rows = calloc(cc->target.n + 1, sizeof *cc->rows);
+    char *names = cc->rows ? hf_pg_text_array(cc->target.items, cc->target.n) : NULL;
     if (!names) {
         hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
         return;
     }
-    const char *values[3] = {cc->p->t.ns->name, req->partition, names};
+    const char *values[3] = {cc->target.ns->name, req->partition, names};
     uint32_t left = hf_request_remaining_ms(req);
     hf_request_op_start(req);
     int rc = hf_pg_query(req->d->pg, HF_SQL_POOL_STATE, 3, values, NULL, NULL, left,

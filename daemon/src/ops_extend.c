@@ -1,13 +1,7 @@
-/* ops_extend.c - Extend: owner-checked, all-or-nothing TTL stretch. */
-#include <stdio.h>
-#include <string.h>
-
-#include "numfmt.h"
+/* ops_extend.c - Extend: an owner-checked, all-or-nothing TTL stretch of a
+ * hold's ids or units. */
 #include "ops_common.h"
-#include "ops_pool.h"
-#include "pools.h"
-#include "redis_front.h"
-
+#include "target.h"
 
 static void on_extend_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct hf_request *req = privdata;
@@ -18,7 +12,7 @@ static void on_extend_reply(void *privdata, enum hf_redis_status status, redisRe
     } else if (!hf_reply_code(r, &code)) {
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the extend script");
     } else if (code != HF_SC_GRANTED) {
-        hf_answer_script_code(req, t, code, hf_reply_int(r, 1));
+        hf_target_answer_reply(req, t, r);
     } else {
         hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
         Holdfast__V1__ExtendResponse er = HOLDFAST__V1__EXTEND_RESPONSE__INIT;
@@ -33,26 +27,21 @@ static void on_extend_reply(void *privdata, enum hf_redis_status status, redisRe
 
 void hf_op_extend(struct hf_request *req) {
     Holdfast__V1__ExtendRequest *m = req->msg->extend;
-    if (hf_pool_request(req, m->namespace_, m->n_pools)) {
-        hf_pool_extend(req);
-        return;
-    }
     struct hf_target *t = hf_target_context(req);
+    struct hf_target_fields f = {
+        .ns = m->namespace_, .partition = m->partition, .ids = m->ids, .n_ids = m->n_ids,
+        .segment = m->segment, .pools = m->pools, .n_pools = m->n_pools};
     uint32_t ttl;
-    if (!t || !hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
-                         m->segment)) return;
+    if (!t || !hf_target_parse(req, t, &f, HF_NEED_NAMES)) return;
     if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
     if (!hf_token_check(req, m->token, true)) return;
     m->ttl_ms = ttl; /* echoed in the answer */
-    char ttl_s[24];
-    size_t ttl_len = hf_u64_dec(ttl_s, ttl);
-    const char *args[] = {m->token, ttl_s};
-    size_t lens[] = {strlen(m->token), ttl_len};
+    struct hf_argv args;
+    hf_argv_init(&args);
+    hf_argv_add_str(&args, m->token);
+    hf_argv_add_u64(&args, ttl);
     hf_request_op_start(req);
-    if (hf_front_call(req->d->redis, NULL, HF_FN_EXTEND, t->keys->count - 1,
-                        t->keys->keys + 1, t->keys->lens + 1, 2, args, lens,
-                        req->cfg->redis_command_timeout_ms,
-                        on_extend_reply, req) != 0) {
+    if (hf_target_call(req, t, HF_STEP_EXTEND, NULL, &args, on_extend_reply, req) != 0) {
         hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "extend");
         hf_request_op_done(req);
     }

@@ -1,36 +1,37 @@
-/* ops_hold.c - Hold: all-or-nothing grant of 1..N ids under a fresh token,
- * optionally confirmed by replicas (WAIT) before it counts. */
+/* ops_hold.c - Hold: all-or-nothing grant of a target (seats, legs or units
+ * of pools) under a fresh token, optionally waiting in line for it, bound to
+ * the connection (a session hold) or confirmed by replicas (WAIT) before it
+ * counts. When Redis lacks state the kind keeps in PostgreSQL (a pool's
+ * capacity), it is loaded and the hold tried once more. */
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hold_grant.h"
 #include "metrics.h"
-#include "numfmt.h"
 #include "ops_common.h"
-#include "ops_pool.h"
-#include "pools.h"
-#include "redis_front.h"
 #include "session.h"
-#include "wait_line.h"
-
+#include "target.h"
+#include "wait.h"
 
 /* The op's context. */
 struct hold_call {
     struct hf_target target;
     struct hf_grant grant;
     struct hf_request *req;
-    struct hf_target *t;        /* &target */
+    struct hf_argv args;        /* random, TTL[, units per pool]: a wait sends them again */
     bool session;               /* bound to the connection (docs/sessions.md) */
-    uint64_t sent_at;           /* loop time the hold script was sent */
-    char ttl_s[24];
-    struct hf_wait *wait;       /* wait_ms: waiting in line (wait_line.c) */
+    bool loaded;                /* the kind's state was loaded once already */
+    uint64_t sent_at;           /* loop time the first try was sent */
+    uint64_t wait_until;        /* wait_ms: loop time the wait ends (0: none) */
+    struct hf_wait *wait;
+    struct hf_target_load load;
 };
 
 static void free_hold_call(void *ctx) {
     struct hold_call *hc = ctx;
     hf_wait_free(hc->wait);
+    hf_argv_free(&hc->args);
     hf_target_clear(&hc->target);
 }
 
@@ -42,13 +43,13 @@ static bool keep_in_session(struct hf_grant *g) {
     struct hold_call *hc = (struct hold_call *)((char *)g - offsetof(struct hold_call, grant));
     struct hf_request *req = hc->req;
     struct hf_session *s = hf_request_session(req, true);
-    struct hf_keyset *ks = hc->t->keys;
+    struct hf_strs keys = hf_target_hold_keys(&hc->target);
     struct hf_session_hold h = {
-        .ns = hc->t->ns->name,
+        .ns = hc->target.ns->name,
         .partition = req->partition,
-        .keys = ks->keys + 1,
-        .key_lens = ks->lens + 1,
-        .n_keys = ks->count - 1,
+        .keys = keys.v,
+        .key_lens = keys.lens,
+        .n_keys = keys.n,
         .token = g->token,
         .fence = g->fence,
         .ttl_ms = g->ttl,
@@ -64,85 +65,119 @@ static bool keep_in_session(struct hf_grant *g) {
     return false;
 }
 
+static void send_hold(struct hold_call *hc);
+
+static void on_loaded(void *arg, bool ok, const char *why) {
+    struct hold_call *hc = arg;
+    if (!ok) hf_request_fail(hc->req, HF_CODE(UNAVAILABLE), NULL, NULL, "%s", why);
+    if (!ok || hc->req->answered) { /* the deadline passed while loading: hold nothing */
+        hf_request_op_done(hc->req);
+        return;
+    }
+    /* Any connection will do (the first call's may be gone by now); the one
+     * that grants is where a WAIT must follow. */
+    hc->grant.conn = NULL;
+    send_hold(hc);
+}
+
 static void on_hold_reply(void *privdata, enum hf_redis_status status, redisReply *r) {
     struct hold_call *hc = privdata;
     struct hf_request *req = hc->req;
     long long code;
     if (status != HF_REDIS_OK) {
-        hf_answer_redis_failure(req, hc->t->ns, status, "hold");
+        hf_answer_redis_failure(req, hc->target.ns, status, "hold");
     } else if (!hf_reply_code(r, &code)) {
         hf_request_fail(req, HF_CODE(UNAVAILABLE), NULL, NULL, "redis refused the hold script");
-    } else if (code != HF_SC_GRANTED) {
-        hf_answer_script_code(req, hc->t, code, hf_reply_int(r, 1));
-    } else {
+    } else if (code == HF_SC_GRANTED) {
         hf_grant_granted(&hc->grant, r); /* ends the op */
         return;
+    } else if (hf_target_missing_state(&hc->target, code) && !hc->loaded && !req->answered) {
+        hc->loaded = true;
+        hc->load = (struct hf_target_load){
+            .req = req, .t = &hc->target, .done = on_loaded, .arg = hc};
+        hf_target_load_state(&hc->load);
+        return;
+    } else {
+        hf_target_answer_reply(req, &hc->target, r);
     }
     hf_request_op_done(req);
 }
 
+static void send_hold(struct hold_call *hc) {
+    struct hf_request *req = hc->req;
+    int rc;
+    if (hc->wait_until) {
+        hf_wait_free(hc->wait); /* a wait from before the state was loaded */
+        hc->wait = NULL;
+        uint64_t now = uv_now(req->d->loop);
+        uint32_t wait_ms = hc->wait_until > now ? (uint32_t)(hc->wait_until - now) : 1;
+        rc = hf_wait_start(req, &hc->target, &hc->args, wait_ms, &hc->grant.conn, on_hold_reply,
+                           hc, &hc->wait);
+    } else {
+        /* grant.conn is set to the connection that ran the script (in a
+         * cluster, possibly another node's after a redirection) before
+         * on_hold_reply: a WAIT must follow on it. */
+        rc = hf_target_call(req, &hc->target, HF_STEP_HOLD, &hc->grant.conn, &hc->args,
+                            on_hold_reply, hc);
+    }
+    if (rc != 0) {
+        hf_answer_redis_failure(req, hc->target.ns, HF_REDIS_NOT_SENT, "hold");
+        hf_request_op_done(req);
+    }
+}
+
+/* The TTL: the namespace's session TTL for a session hold (the hook may
+ * refuse it, not change it), else the request's within the bounds. */
+static bool resolve_ttl(struct hf_request *req, struct hold_call *hc, uint32_t *ttl) {
+    const Holdfast__V1__HoldRequest *m = req->msg->hold;
+    const struct hf_target *t = &hc->target;
+    if (!m->session) {
+        return hf_ttl_resolve(req, t->ns, m->ttl_ms, ttl) && hf_grant_admitted(req, t, ttl);
+    }
+    if (!t->kind->sessions) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "session", NULL,
+                        "units of pools cannot be held by a session; give the hold a TTL "
+                        "(namespace '%s')", t->ns->name);
+        return false;
+    }
+    if (m->ttl_ms) {
+        hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "ttl_ms", NULL,
+                        "a session hold takes no ttl_ms: it lives as long as its "
+                        "connection (namespace '%s' session_ttl_ms)", t->ns->name);
+        return false;
+    }
+    hc->session = true;
+    uint32_t session_ttl = *ttl = hf_session_ttl(t->ns);
+    if (!hf_grant_admitted(req, t, ttl)) return false;
+    *ttl = session_ttl;
+    return true;
+}
+
 void hf_op_hold(struct hf_request *req) {
     Holdfast__V1__HoldRequest *m = req->msg->hold;
-    if (hf_pool_request(req, m->namespace_, m->n_units)) {
-        hf_pool_hold(req);
-        return;
-    }
     struct hold_call *hc = hf_request_context(req, sizeof *hc, free_hold_call);
     if (!hc) return;
     hc->req = req;
-    struct hf_target *t = hc->t = &hc->target;
+    hf_argv_init(&hc->args);
+    struct hf_target_fields f = {
+        .ns = m->namespace_, .partition = m->partition, .ids = m->ids, .n_ids = m->n_ids,
+        .segment = m->segment, .units = m->units, .n_units = m->n_units};
     uint32_t ttl;
-    if (!hf_target_parse(req, t, m->namespace_, m->partition, m->ids, m->n_ids,
-                         m->segment)) return;
-    if (m->session) {
-        /* A session hold's TTL is the namespace's session TTL, renewed
-         * while the connection lives (docs/sessions.md). */
-        if (m->ttl_ms) {
-            hf_request_fail(req, HF_CODE(INVALID_ARGUMENT), "ttl_ms", NULL,
-                            "a session hold takes no ttl_ms: it lives as long as its "
-                            "connection (namespace '%s' session_ttl_ms)", t->ns->name);
-            return;
-        }
-        hc->session = true;
-        ttl = hf_session_ttl(t->ns);
-        uint32_t session_ttl = ttl;
-        if (!hf_grant_admitted(req, t->ns, t->ids, t->n_ids, &ttl)) return;
-        ttl = session_ttl; /* the hook may refuse it, not change its TTL */
-    } else {
-        if (!hf_ttl_resolve(req, t->ns, m->ttl_ms, &ttl)) return;
-        if (!hf_grant_admitted(req, t->ns, t->ids, t->n_ids, &ttl)) return;
-    }
-    /* The keys past the fence counter are the hold's: what a withdrawal
-     * releases. */
+    if (!hf_target_parse(req, &hc->target, &f, HF_NEED_ITEMS) || !resolve_ttl(req, hc, &ttl))
+        return;
     hc->grant = (struct hf_grant){
         .req = req,
-        .ns = t->ns,
+        .t = &hc->target,
         .ttl = ttl,
-        .release_fn = HF_FN_RELEASE,
-        .n_keys = t->keys->count - 1,
-        .keys = t->keys->keys + 1,
-        .key_lens = t->keys->lens + 1,
         .keep = hc->session ? keep_in_session : NULL,
         .done = grant_done,
     };
     if (!hf_grant_prepare(&hc->grant)) return;
-    char *ttl_s = hc->ttl_s; /* kept: a wait sends it again */
-    size_t ttl_len = hf_u64_dec(ttl_s, ttl);
-    const char *args[] = {hc->grant.random, ttl_s};
-    size_t lens[] = {HF_TOKEN_RANDOM_CHARS, ttl_len};
+    hf_argv_add(&hc->args, hc->grant.random, HF_TOKEN_RANDOM_CHARS);
+    hf_argv_add_u64(&hc->args, ttl);
+    hf_argv_add_strs(&hc->args, hc->target.count_args);
+    if (m->wait_ms) hc->wait_until = uv_now(req->d->loop) + m->wait_ms;
     hf_request_op_start(req);
     hc->sent_at = uv_now(req->d->loop);
-    /* grant.conn is set to the connection that ran the script (in a
-     * cluster, possibly another node's after a redirection) before
-     * on_hold_reply: a WAIT must follow on it. */
-    int rc = m->wait_ms
-                 ? hf_wait_start(req, t, hc->grant.random, ttl_s, m->wait_ms, &hc->grant.conn,
-                                 on_hold_reply, hc, &hc->wait)
-                 : hf_front_call(req->d->redis, &hc->grant.conn, HF_FN_HOLD, t->keys->count,
-                                 t->keys->keys, t->keys->lens, 2, args, lens,
-                                 req->cfg->redis_command_timeout_ms, on_hold_reply, hc);
-    if (rc != 0) {
-        hf_answer_redis_failure(req, t->ns, HF_REDIS_NOT_SENT, "hold");
-        hf_request_op_done(req);
-    }
+    send_hold(hc);
 }

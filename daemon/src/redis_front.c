@@ -21,51 +21,15 @@ extern const unsigned long holdfast_library_lua_len;
 static const struct {
     const char *local;    /* name of the local Lua function in the library */
     const char *function; /* name registered with Redis */
+    bool batchable;       /* hf1_batch may run it */
 } fn_names[HF_FN__COUNT] = {
-    [HF_FN_HOLD] = {"hold", "hf" HF_LIBRARY_VERSION "_hold"},
-    [HF_FN_EXTEND] = {"extend", "hf" HF_LIBRARY_VERSION "_extend"},
-    [HF_FN_RELEASE] = {"release", "hf" HF_LIBRARY_VERSION "_release"},
-    [HF_FN_STATUS] = {"status", "hf" HF_LIBRARY_VERSION "_status"},
-    [HF_FN_CONFIRM_CHECK] = {"confirm_check", "hf" HF_LIBRARY_VERSION "_confirm_check"},
-    [HF_FN_MARK_CONFIRMED] = {"mark_confirmed", "hf" HF_LIBRARY_VERSION "_mark_confirmed"},
-    [HF_FN_CANCEL_CLEAR] = {"cancel_clear", "hf" HF_LIBRARY_VERSION "_cancel_clear"},
-    [HF_FN_POOL_HOLD] = {"pool_hold", "hf" HF_LIBRARY_VERSION "_pool_hold"},
-    [HF_FN_POOL_EXTEND] = {"pool_extend", "hf" HF_LIBRARY_VERSION "_pool_extend"},
-    [HF_FN_POOL_RELEASE] = {"pool_release", "hf" HF_LIBRARY_VERSION "_pool_release"},
-    [HF_FN_POOL_STATUS] = {"pool_status", "hf" HF_LIBRARY_VERSION "_pool_status"},
-    [HF_FN_POOL_CONFIRM_CHECK] = {"pool_confirm_check",
-                                  "hf" HF_LIBRARY_VERSION "_pool_confirm_check"},
-    [HF_FN_POOL_MARK_SOLD] = {"pool_mark_sold", "hf" HF_LIBRARY_VERSION "_pool_mark_sold"},
-    [HF_FN_SESSION_RENEW] = {"session_renew", "hf" HF_LIBRARY_VERSION "_session_renew"},
-    [HF_FN_SESSION_RELEASE] = {"session_release", "hf" HF_LIBRARY_VERSION "_session_release"},
-    [HF_FN_HOLD_WAIT] = {"hold_wait", "hf" HF_LIBRARY_VERSION "_hold_wait"},
-    [HF_FN_WAIT_LEAVE] = {"wait_leave", "hf" HF_LIBRARY_VERSION "_wait_leave"},
-    [HF_FN_WAIT_WAKE] = {"wait_wake", "hf" HF_LIBRARY_VERSION "_wait_wake"},
-    [HF_FN_POOL_HOLD_WAIT] = {"pool_hold_wait", "hf" HF_LIBRARY_VERSION "_pool_hold_wait"},
-    [HF_FN_RELEASE_WAKE] = {"release_wake", "hf" HF_LIBRARY_VERSION "_release_wake"},
-    [HF_FN_BATCH] = {"batch", "hf" HF_LIBRARY_VERSION "_batch"},
+#define HF_FN_NAME(name, local, batchable) \
+    [HF_FN_##name] = {#local, "hf" HF_LIBRARY_VERSION "_" #local, batchable},
+    HF_SCRIPT_FNS(HF_FN_NAME)
+#undef HF_FN_NAME
 };
 
-/* Calls that may join a batch: those the library's batch function runs
- * (BATCHABLE in scripts/holdfast.lua). */
-static bool batchable(enum hf_script_fn fn) {
-    switch (fn) {
-    case HF_FN_HOLD:
-    case HF_FN_EXTEND:
-    case HF_FN_RELEASE:
-    case HF_FN_RELEASE_WAKE:
-    case HF_FN_CONFIRM_CHECK:
-    case HF_FN_MARK_CONFIRMED:
-    case HF_FN_POOL_HOLD:
-    case HF_FN_POOL_EXTEND:
-    case HF_FN_POOL_RELEASE:
-    case HF_FN_POOL_CONFIRM_CHECK:
-    case HF_FN_POOL_MARK_SOLD:
-        return true;
-    default:
-        return false;
-    }
-}
+static bool batchable(enum hf_script_fn fn) { return fn_names[fn].batchable; }
 
 /* Limits of one batch: calls, and bytes of their keys and args. A full batch
  * is written at once, so Redis runs it while the daemon reads the next
@@ -82,6 +46,7 @@ struct hf_redis_front {
     uv_loop_t *loop;
     struct hf_redis_pool *pool;       /* single server, or */
     struct hf_redis_cluster *cluster; /* Redis Cluster */
+    struct hf_redis_tls *tls;         /* with redis.tls: for subscriptions too */
     enum hf_script_pref script_pref;
     enum hf_release_pref release_pref;
     uint32_t setup_timeout_ms;
@@ -467,9 +432,9 @@ struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *
             log_warn("redis: TLS without verification (redis.tls_verify = false): the "
                      "server is not authenticated");
     }
+    s->tls = tls;
     if (cfg->redis_cluster) {
         s->cluster = create_cluster(loop, cfg, s, tls);
-        hf_redis_tls_unref(tls);
         if (!s->cluster) {
             hf_front_close(s);
             return NULL;
@@ -487,7 +452,6 @@ struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *
         .tls = tls,
     };
     s->pool = hf_redis_pool_create(loop, &opts, on_connection_setup, on_pool_state, s);
-    hf_redis_tls_unref(tls);
     if (!s->pool) {
         hf_front_close(s);
         return NULL;
@@ -503,6 +467,8 @@ void hf_front_close(struct hf_redis_front *s) {
      * call in flight; unsent ones are answered here. */
     send_batches(s);
     answer_unsent(s);
+    hf_redis_tls_unref(s->tls);
+    s->tls = NULL;
     uv_close((uv_handle_t *)s->batch_idle, free_idle);
     hf_redis_pool_close(s->pool);
     hf_redis_cluster_close(s->cluster);
@@ -832,12 +798,16 @@ static int join_batch(struct scall *c, uint32_t timeout_ms) {
 }
 
 int hf_front_call(struct hf_redis_front *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
-                    size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
-                    const char *const *args, const size_t *arglens, uint32_t timeout_ms,
-                    hf_redis_cb *cb, void *privdata) {
+                  struct hf_strs key_run, const struct hf_argv *argv, uint32_t timeout_ms,
+                  hf_redis_cb *cb, void *privdata) {
     /* NULL: the daemon is shutting down (requests may outlive the backends). */
     if (!s || s->path == HF_PATH_NONE) return -ENOTCONN;
-    if (nkeys == 0) return -EINVAL;
+    if (key_run.n == 0) return -EINVAL;
+    if (argv && argv->failed) return -ENOMEM;
+    struct hf_strs arg_run = argv ? hf_argv_strs(argv) : (struct hf_strs){0};
+    size_t nkeys = key_run.n, nargs = arg_run.n;
+    const char *const *keys = key_run.v, *const *args = arg_run.v;
+    const size_t *keylens = key_run.lens, *arglens = arg_run.lens;
     const char *verb, *name;
     size_t verb_len, name_len;
     call_head(s, fn, &verb, &verb_len, &name, &name_len);
@@ -898,6 +868,21 @@ int hf_front_command(struct hf_redis_front *s, struct hf_redis_conn *conn, const
     /* Formatted once there too (resp.c), on the stack. */
     if (conn) return hf_redis_conn_command(conn, argc, argv, argvlen, timeout_ms, cb, privdata);
     return hf_redis_pool_command(s->pool, argc, argv, argvlen, timeout_ms, cb, privdata);
+}
+
+struct hf_redis_sub *hf_front_subscribe(struct hf_redis_front *s, const struct hf_config *cfg,
+                                        const char *channel, hf_sub_message_fn *on_message,
+                                        hf_sub_state_fn *on_state, void *ud) {
+    /* In a cluster, classic pub/sub reaches every node: the first seed will do. */
+    struct hf_redis_pool_options opts = {
+        .address = cfg->redis_address,
+        .username = cfg->redis_username,
+        .password = cfg->redis_password,
+        .db = cfg->redis_cluster ? 0 : cfg->redis_db,
+        .connect_timeout_ms = cfg->redis_connect_timeout_ms,
+        .tls = s->tls,
+    };
+    return hf_redis_sub_create(s->loop, &opts, channel, on_message, on_state, ud);
 }
 
 struct hf_redis_conn *hf_front_pick(struct hf_redis_front *s, const char *key, size_t keylen) {

@@ -11,36 +11,46 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "argv.h"
 #include "config.h"
 #include "redis_pool.h"
+#include "redis_sub.h"
 
 /* Must match the library name and the hf<N>_ prefix in scripts/holdfast.lua. */
 #define HF_LIBRARY_VERSION "1"
 #define HF_LIBRARY_NAME "holdfast_v" HF_LIBRARY_VERSION
 
+/* The library's functions, one row each: the enum's name, the local Lua
+ * function (its Redis name is hf<N>_<local>), and whether hf1_batch may run
+ * it (BATCHABLE in scripts/holdfast.lua: coalescing, below). The enum, the
+ * names and the batchable set are all made from this one list. */
+#define HF_SCRIPT_FNS(X)                                                              \
+    X(HOLD, hold, true)                                                               \
+    X(EXTEND, extend, true)                                                           \
+    X(RELEASE, release, true)                                                         \
+    X(STATUS, status, false)                                                          \
+    X(CONFIRM_CHECK, confirm_check, true)                                             \
+    X(MARK_CONFIRMED, mark_confirmed, true)                                           \
+    X(CANCEL_CLEAR, cancel_clear, false)                                              \
+    X(POOL_HOLD, pool_hold, true)             /* pools (docs/pools.md) */             \
+    X(POOL_EXTEND, pool_extend, true)                                                 \
+    X(POOL_RELEASE, pool_release, true)                                               \
+    X(POOL_STATUS, pool_status, false)                                                \
+    X(POOL_CONFIRM_CHECK, pool_confirm_check, true)                                   \
+    X(POOL_MARK_SOLD, pool_mark_sold, true)                                           \
+    X(SESSION_RENEW, session_renew, false)    /* many session holds in one call */    \
+    X(SESSION_RELEASE, session_release, false) /* their connection closed */          \
+    X(HOLD_WAIT, hold_wait, false)            /* waiting in line: hold, or queue */   \
+    X(WAIT_LEAVE, wait_leave, false)          /* a waiter leaves its lines */         \
+    X(WAIT_WAKE, wait_wake, false)            /* freed or sold: wake the waiters */   \
+    X(POOL_HOLD_WAIT, pool_hold_wait, false)  /* waiting in line for units */         \
+    X(RELEASE_WAKE, release_wake, true)       /* Release, and wake what it freed */   \
+    X(BATCH, batch, false)                    /* many calls in one */
+
 enum hf_script_fn {
-    HF_FN_HOLD,
-    HF_FN_EXTEND,
-    HF_FN_RELEASE,
-    HF_FN_STATUS,
-    HF_FN_CONFIRM_CHECK,
-    HF_FN_MARK_CONFIRMED,
-    HF_FN_CANCEL_CLEAR,
-    /* Pools (docs/pools.md). */
-    HF_FN_POOL_HOLD,
-    HF_FN_POOL_EXTEND,
-    HF_FN_POOL_RELEASE,
-    HF_FN_POOL_STATUS,
-    HF_FN_POOL_CONFIRM_CHECK,
-    HF_FN_POOL_MARK_SOLD,
-    HF_FN_SESSION_RENEW,   /* session holds: many holds' renewal in one call */
-    HF_FN_SESSION_RELEASE, /* session holds: their connection closed */
-    HF_FN_HOLD_WAIT,       /* waiting in line (docs/waiting.md): hold, or queue */
-    HF_FN_WAIT_LEAVE,      /* a waiter leaves its lines */
-    HF_FN_WAIT_WAKE,       /* resources freed or sold: wake their waiters */
-    HF_FN_POOL_HOLD_WAIT,  /* waiting in line for units */
-    HF_FN_RELEASE_WAKE,    /* Release, and wake the lines of what it freed */
-    HF_FN_BATCH,           /* many calls in one (coalescing, below) */
+#define HF_FN_ENUM(name, local, batchable) HF_FN_##name,
+    HF_SCRIPT_FNS(HF_FN_ENUM)
+#undef HF_FN_ENUM
     HF_FN__COUNT
 };
 
@@ -78,7 +88,8 @@ struct hf_redis_front *hf_front_create(uv_loop_t *loop, const struct hf_config *
                                      hf_front_ready_fn *on_ready, void *ud);
 void hf_front_close(struct hf_redis_front *s);
 
-/* Call a library function. keys/args are copied; nkeys >= 1 (the first key
+/* Call a library function. keys and args (NULL: none; a builder that
+ * failed: nothing is sent) are copied; keys.n >= 1 (the first key
  * routes the call in cluster mode). Holds, extends, releases, confirm checks
  * and marks made in one loop iteration (conn NULL or *conn NULL) are
  * coalesced: sent together, in the order made, as one hf1_batch call per
@@ -91,9 +102,8 @@ void hf_front_close(struct hf_redis_front *s);
  * WAIT can follow on the connection that wrote. 0, or negative when nothing
  * was sent (cb is then never called). */
 int hf_front_call(struct hf_redis_front *s, struct hf_redis_conn **conn, enum hf_script_fn fn,
-                    size_t nkeys, const char *const *keys, const size_t *keylens, size_t nargs,
-                    const char *const *args, const size_t *arglens, uint32_t timeout_ms,
-                    hf_redis_cb *cb, void *privdata) __attribute__((warn_unused_result));
+                  struct hf_strs keys, const struct hf_argv *args, uint32_t timeout_ms,
+                  hf_redis_cb *cb, void *privdata) __attribute__((warn_unused_result));
 
 /* A plain command about `key` (DELEX, GET): on `conn` when not NULL, else on
  * a connection that serves the key; cluster redirections are followed. */
@@ -101,6 +111,12 @@ int hf_front_command(struct hf_redis_front *s, struct hf_redis_conn *conn, const
                        size_t keylen, int argc, const char **argv, const size_t *argvlen,
                        uint32_t timeout_ms, hf_redis_cb *cb, void *privdata)
     __attribute__((warn_unused_result));
+/* A subscription of the daemon's on `channel` (redis_sub.h), over the same
+ * address, credentials and TLS as every call. NULL on OOM. */
+struct hf_redis_sub *hf_front_subscribe(struct hf_redis_front *s, const struct hf_config *cfg,
+                                        const char *channel, hf_sub_message_fn *on_message,
+                                        hf_sub_state_fn *on_state, void *ud);
+
 /* A ready connection that serves `key`, or NULL. */
 struct hf_redis_conn *hf_front_pick(struct hf_redis_front *s, const char *key, size_t keylen);
 

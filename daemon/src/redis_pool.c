@@ -29,6 +29,10 @@
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
 
+/* A connection's news, at `level`, or at debug for a quiet pool. */
+#define pool_log(pool, level, ...) \
+    hf_log((pool)->quiet ? HF_LOG_DEBUG : (level), __VA_ARGS__)
+
 enum conn_state { C_IDLE, C_CONNECTING, C_SETUP, C_READY, C_CLOSED };
 
 struct call;
@@ -45,6 +49,8 @@ struct hf_redis_conn {
     unsigned failures;
     unsigned pending;
     bool ever_ready;
+    hf_redis_push_fn *push; /* a subscriber's (hf_redis_conn_subscribe) */
+    void *push_ud;
 };
 
 struct hf_redis_pool {
@@ -57,7 +63,9 @@ struct hf_redis_pool {
     uint32_t db;
     uint32_t connect_timeout_ms;
     uint32_t stall_ms;
+    uint32_t backoff_max_ms;
     bool no_metrics;
+    bool quiet;
     struct hf_redis_tls *tls;
     hf_redis_setup_fn *setup;
     hf_redis_state_fn *on_state;
@@ -249,7 +257,7 @@ static void tls_failed(struct hf_redis_conn *conn, const SSL *ssl, const char *f
         snprintf(why, sizeof why, "%s", tls_reason(fallback));
     ERR_clear_error();
     if (!pool->tls_failure_logged || hf_log_enabled(HF_LOG_DEBUG))
-        log_error("redis: TLS handshake with %s failed on connection %u: %s; reconnecting "
+        pool_log(pool, HF_LOG_ERROR, "redis: TLS handshake with %s failed on connection %u: %s; reconnecting "
                   "with backoff (logged once until a connection is ready)",
                   pool->address, conn->index, why);
     pool->tls_failure_logged = true;
@@ -311,7 +319,8 @@ static void schedule_reconnect(struct hf_redis_conn *conn) {
     }
     set_state(conn, C_IDLE);
     uv_timer_start(&conn->timer, on_backoff,
-                   hf_backoff_next_ms(&conn->failures, BACKOFF_MIN_MS, BACKOFF_MAX_MS), 0);
+                   hf_backoff_next_ms(&conn->failures, BACKOFF_MIN_MS, conn->pool->backoff_max_ms),
+                   0);
 }
 
 static void on_call_closed(uv_handle_t *h) { free(h->data); }
@@ -423,12 +432,29 @@ int hf_redis_conn_command(struct hf_redis_conn *conn, int argc, const char **arg
     return rc;
 }
 
+/* Every frame of the subscription; NULL as hiredis frees the context. */
+static void on_push(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)ac;
+    struct hf_redis_conn *conn = privdata;
+    if (conn->push) conn->push(conn->push_ud, r);
+}
+
+int hf_redis_conn_subscribe(struct hf_redis_conn *conn, const char *channel,
+                            hf_redis_push_fn *push, void *ud) {
+    if (!conn->ac || conn->state != C_SETUP) return -ENOTCONN;
+    conn->push = push;
+    conn->push_ud = ud;
+    if (redisAsyncCommand(conn->ac, on_push, conn, "SUBSCRIBE %s", channel) != REDIS_OK)
+        return -EIO;
+    return 0;
+}
+
 struct hf_redis_conn *hf_redis_pool_pick(struct hf_redis_pool *pool) {
     struct hf_redis_conn *best = NULL;
     if (!pool) return NULL;
     for (unsigned i = 0; i < pool->n; i++) {
         struct hf_redis_conn *c = &pool->conns[i];
-        if (c->state == C_READY && (!best || c->pending < best->pending)) best = c;
+        if (c->state == C_READY && !c->push && (!best || c->pending < best->pending)) best = c;
     }
     return best;
 }
@@ -460,7 +486,8 @@ void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok) {
     conn->failures = 0;
     conn->pool->login_failure_logged = false;
     conn->pool->tls_failure_logged = false;
-    log_info("redis: connection %u ready (%s)", conn->index, conn->pool->address);
+    pool_log(conn->pool, HF_LOG_INFO, "redis: connection %u ready (%s)", conn->index,
+             conn->pool->address);
     set_state(conn, C_READY);
 }
 
@@ -471,7 +498,7 @@ static void conn_reset(struct hf_redis_conn *conn, const char *why, bool quiet) 
      * until its current callback, on_connect included, returns). */
     if (!ac || conn->state == C_IDLE || conn->state == C_CLOSED) return;
     if (!quiet)
-        log_warn("redis: resetting connection %u to %s: %s", conn->index, conn->pool->address,
+        pool_log(conn->pool, HF_LOG_WARN, "redis: resetting connection %u to %s: %s", conn->index, conn->pool->address,
                  why);
     bool connected = conn->state == C_SETUP || conn->state == C_READY;
     set_state(conn, C_IDLE);
@@ -497,7 +524,7 @@ static void login_failed(struct hf_redis_conn *conn, const char *what, const cha
                          const char *detail) {
     struct hf_redis_pool *pool = conn->pool;
     if (!pool->login_failure_logged || hf_log_enabled(HF_LOG_DEBUG))
-        log_error("redis: %s %s on connection %u to %s: %s; reconnecting with backoff "
+        pool_log(pool, HF_LOG_ERROR, "redis: %s %s on connection %u to %s: %s; reconnecting with backoff "
                   "(logged once until a connection is ready)",
                   what, how, conn->index, pool->address, detail);
     pool->login_failure_logged = true;
@@ -554,7 +581,7 @@ static void on_connect(redisAsyncContext *ac, int status) {
     if (status != REDIS_OK) {
         /* hiredis frees the context after this callback. */
         if (conn->failures == 0 || hf_log_enabled(HF_LOG_DEBUG))
-            log_warn("redis: connection %u to %s failed: %s", conn->index, pool->address,
+            pool_log(pool, HF_LOG_WARN, "redis: connection %u to %s failed: %s", conn->index, pool->address,
                      ac->err == REDIS_ERR_TIMEOUT ? "connect timed out" : ac->errstr);
         conn->ac = NULL;
         schedule_reconnect(conn);
@@ -589,7 +616,7 @@ static void conn_lost(struct hf_redis_conn *conn, const redisAsyncContext *ac) {
         if (conn->ssl && !SSL_is_init_finished(conn->ssl))
             tls_failed(conn, conn->ssl, ac->errstr);
         else
-            log_warn("redis: connection %u to %s lost: %s", conn->index, conn->pool->address,
+            pool_log(conn->pool, HF_LOG_WARN, "redis: connection %u to %s lost: %s", conn->index, conn->pool->address,
                      ac->errstr);
     }
     set_state(conn, C_IDLE);
@@ -597,6 +624,7 @@ static void conn_lost(struct hf_redis_conn *conn, const redisAsyncContext *ac) {
 
 static void on_disconnect(const redisAsyncContext *ac, int status) {
     struct hf_redis_conn *conn = ac->data;
+    conn->push = NULL; /* the next connection subscribes anew in its set-up */
     if (status != REDIS_OK) conn_lost(conn, ac);
     ERR_clear_error(); /* whatever the failure left: see tls_funcs */
     conn->ac = NULL;
@@ -623,7 +651,7 @@ static void conn_start(struct hf_redis_conn *conn) {
     redisAsyncContext *ac = redisAsyncConnectWithOptions(&options);
     if (!ac || ac->err) {
         if (conn->failures == 0)
-            log_warn("redis: connection %u to %s failed: %s", conn->index, pool->address,
+            pool_log(pool, HF_LOG_WARN, "redis: connection %u to %s failed: %s", conn->index, pool->address,
                      ac ? ac->errstr : "out of memory");
         if (ac) redisAsyncFree(ac);
         schedule_reconnect(conn);
@@ -684,6 +712,8 @@ struct hf_redis_pool *hf_redis_pool_create(uv_loop_t *loop,
     pool->connect_timeout_ms = opts->connect_timeout_ms;
     pool->stall_ms = opts->stall_ms ? opts->stall_ms : 10000;
     pool->no_metrics = opts->no_metrics;
+    pool->quiet = opts->quiet;
+    pool->backoff_max_ms = opts->backoff_max_ms ? opts->backoff_max_ms : BACKOFF_MAX_MS;
     pool->setup = setup;
     pool->on_state = on_state;
     pool->ud = ud;

@@ -71,6 +71,10 @@ struct hf_redis_pool_options {
      * ends that caller's wait, never the shared connection. 0: 10 s. */
     uint32_t stall_ms;
     bool no_metrics;      /* leave the pool gauges alone (cluster seed connections) */
+    /* A connection beside the main pool (a subscription): its failures are
+     * the main pool's too and are said there, so here only at debug. */
+    bool quiet;
+    uint32_t backoff_max_ms; /* the longest wait between reconnects; 0: 2 s */
     struct hf_redis_tls *tls; /* NULL: plain TCP; else TLS ("host:port" addresses only) */
 };
 
@@ -109,6 +113,16 @@ void hf_redis_conn_write_now(struct hf_redis_conn *conn);
 int hf_redis_pool_command(struct hf_redis_pool *pool, int argc, const char **argv,
                           const size_t *argvlen, uint32_t timeout_ms, hf_redis_cb *cb,
                           void *privdata) __attribute__((warn_unused_result));
+
+/* A pub/sub message, or the subscription's acknowledgement or refusal, as
+ * hiredis delivers it (borrowed); NULL when the connection is ending. */
+typedef void hf_redis_push_fn(void *ud, const redisReply *reply);
+/* Turn a connection in set-up into a subscriber of `channel` (a set-up hook
+ * does this, then hf_redis_conn_set_ready): from here it carries nothing
+ * else, and push(ud, ...) runs for every frame the subscription brings until
+ * the connection ends. 0, or a negative errno-style code. */
+int hf_redis_conn_subscribe(struct hf_redis_conn *conn, const char *channel,
+                            hf_redis_push_fn *push, void *ud) __attribute__((warn_unused_result));
 
 /* End of set-up: ok=true makes the connection available; false resets it. */
 void hf_redis_conn_set_ready(struct hf_redis_conn *conn, bool ok);

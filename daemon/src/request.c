@@ -340,6 +340,11 @@ static void session_answered(struct hf_request *req, hf_code code) {
                           req->session_confirm && code == HF_CODE(OK));
 }
 
+void hf_request_log_fields(struct hf_request *req,
+                           size_t (*fn)(const void *ctx, char *out, size_t cap)) {
+    req->log_fields = fn;
+}
+
 void hf_request_note_token(struct hf_request *req, const char *token, size_t len) {
     hf_token_fingerprint(token, len, req->token_fp);
 }
@@ -436,14 +441,8 @@ static void log_request(const struct hf_request *req, const hf_response_msg *res
     put(&l, " token_fp=");
     put(&l, req->token_fp);
     if (resp->degraded) put(&l, " degraded=1");
-    if (req->db_outcome) {
-        put(&l, " db=");
-        put(&l, req->db_outcome);
-    }
-    if (req->after_result) {
-        put(&l, " after=");
-        put(&l, req->after_result);
-    }
+    if (req->log_fields && req->ctx)
+        l.len += req->log_fields(req->ctx, l.buf + l.len, sizeof l.buf - l.len);
     if (resp->message && *resp->message) {
         /* Messages are the daemon's own text; quotes are safe to wrap them in. */
         put(&l, " msg=\"");

@@ -63,8 +63,8 @@ struct hf_request {
     size_t n_ids;
     char token_fp[HF_FINGERPRINT_CHARS + 1];
     uint32_t peer_uid, peer_gid;        /* the client's credentials */
-    const char *db_outcome;             /* Confirm: commit / rollback / unknown */
-    const char *after_result;           /* Confirm: what happened to the hold */
+    /* The op context's fields for the log line (hf_request_log_fields). */
+    size_t (*log_fields)(const void *ctx, char *out, size_t cap);
     /* Private to request.c. */
     const char *session_token;          /* paused in the client's session (msg-owned) */
     bool session_confirm;
@@ -150,6 +150,11 @@ struct hf_session *hf_request_session(struct hf_request *req, bool create);
  * until this request is answered. A Confirm answered OK takes it out of
  * the session; any other answer lets the session renew it again. */
 void hf_request_session_pause(struct hf_request *req, const char *token, bool confirm);
+
+/* The op's context adds fields to the request's log line: fn(ctx, ...)
+ * writes them (" key=value ...") when the line is written. */
+void hf_request_log_fields(struct hf_request *req,
+                           size_t (*fn)(const void *ctx, char *out, size_t cap));
 
 /* Record a token's fingerprint for the log line (never the token). */
 void hf_request_note_token(struct hf_request *req, const char *token, size_t len);

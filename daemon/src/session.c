@@ -12,6 +12,7 @@
 #include "metrics.h"
 #include "numfmt.h"
 #include "redis_front.h"
+#include "wake_hub.h"
 
 /* At most this many keys in one Redis call (a hold's keys never split):
  * the script runs O(keys) on Redis' one thread. */
@@ -251,40 +252,35 @@ static void on_batch_reply(void *privdata, enum hf_redis_status status, redisRep
 static bool send_batch(struct hf_session *s, bool release, struct entry **e, size_t n) {
     size_t nkeys = 0;
     for (size_t i = 0; i < n; i++) nkeys += e[i]->n;
-    size_t per = release ? 2 : 3;
-    size_t nargs = per * n;
     struct batch *b = malloc(sizeof *b + n * sizeof b->e[0]);
-    const char **keys = malloc((nkeys + nargs) * sizeof *keys);
-    size_t *lens = malloc((nkeys + nargs) * sizeof *lens);
-    char *digits = malloc(n * 2 * 21);
+    const char **keys = malloc((nkeys ? nkeys : 1) * sizeof *keys);
+    size_t *lens = malloc((nkeys ? nkeys : 1) * sizeof *lens);
+    /* Per hold: its token, its number of keys[, the TTL to set]; the
+     * numbers' digits live here, the builder borrows them. */
+    char (*digits)[2][21] = malloc(n * sizeof *digits);
+    struct hf_argv args;
+    hf_argv_init(&args);
     bool sent = false;
     if (!b || !keys || !lens || !digits || nkeys == 0) goto out;
-    const char **args = keys + nkeys;
-    size_t *arglens = lens + nkeys;
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         for (size_t j = 0; j < e[i]->n; j++, k++) {
             keys[k] = e[i]->keys[j];
             lens[k] = e[i]->lens[j];
         }
-        char *count = digits + i * 42, *ttl = count + 21;
-        args[per * i] = e[i]->token;
-        arglens[per * i] = strlen(e[i]->token);
-        args[per * i + 1] = count;
-        arglens[per * i + 1] = hf_u64_dec(count, e[i]->n);
-        if (!release) {
-            args[per * i + 2] = ttl;
-            arglens[per * i + 2] = hf_u64_dec(ttl, e[i]->ttl_ms);
-        }
+        hf_argv_add_str(&args, e[i]->token);
+        hf_argv_add(&args, digits[i][0], hf_u64_dec(digits[i][0], e[i]->n));
+        if (!release) hf_argv_add(&args, digits[i][1], hf_u64_dec(digits[i][1], e[i]->ttl_ms));
     }
     b->s = s;
     b->release = release;
     b->sent_at = uv_now(s->d->loop);
     b->n = n;
     memcpy(b->e, e, n * sizeof *e);
+    struct hf_strs key_run = {keys, lens, nkeys};
     if (hf_front_call(s->d->redis, NULL, release ? HF_FN_SESSION_RELEASE : HF_FN_SESSION_RENEW,
-                      nkeys, keys, lens, nargs, args, arglens,
-                      s->d->cfg->redis_command_timeout_ms, on_batch_reply, b) != 0)
+                      key_run, &args, s->d->cfg->redis_command_timeout_ms, on_batch_reply,
+                      b) != 0)
         goto out;
     sent = true;
     s->refs++;
@@ -296,6 +292,7 @@ static bool send_batch(struct hf_session *s, bool release, struct entry **e, siz
     if (!release) hf_metrics_inc(HF_C_SESSION_RENEWAL_CALLS);
 out:
     if (!sent) free(b);
+    hf_argv_free(&args);
     free(keys);
     free(lens);
     free(digits);
@@ -363,9 +360,7 @@ static void release_reply(struct batch *b, enum hf_redis_status status, redisRep
             if (r->element[i]->type == REDIS_REPLY_INTEGER && r->element[i]->integer > 0) {
                 hf_metrics_inc(HF_C_SESSION_RELEASES);
                 struct entry *e = b->e[i];
-                struct hf_daemon *d = b->s->d;
-                if (d->wake_released)
-                    d->wake_released(d, (const char *const *)e->keys, e->lens, e->n);
+                hf_wake_freed_keys(b->s->d->wakes, (const char *const *)e->keys, e->lens, e->n);
             }
         return;
     }

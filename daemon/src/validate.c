@@ -1,9 +1,10 @@
 /* validate.c - character-class checks for identifiers that reach Redis keys,
- * SQL parameters and logs, the UTF-8 check of free text, and the W3C
- * traceparent. */
+ * SQL parameters and logs, the UTF-8 check of free text, the W3C
+ * traceparent, and repeated names in one request. */
 #include "validate.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool name_char(char c) {
@@ -89,4 +90,41 @@ bool hf_traceparent_parse(const char *s, size_t len, char out[HF_TRACEPARENT_LEN
         out[54] = hex[hex_value(s[54]) & 1];
     }
     return true;
+}
+
+/* Small lists are compared pairwise; larger ones are sorted, so that a
+ * request with limits.max_ids names costs O(n log n) on the loop. */
+#define PAIRWISE_MAX 16
+
+struct name_at {
+    const char *name;
+    size_t index;
+};
+
+static int by_name_then_index(const void *a, const void *b) {
+    const struct name_at *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+size_t hf_first_duplicate(char *const *names, size_t n) {
+    if (n <= PAIRWISE_MAX) {
+        for (size_t i = 1; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                if (strcmp(names[i], names[j]) == 0) return i;
+        return n;
+    }
+    struct name_at *sorted = malloc(n * sizeof *sorted);
+    if (!sorted) return n; /* cannot tell; Redis would see the same key twice, harmlessly */
+    for (size_t i = 0; i < n; i++) sorted[i] = (struct name_at){names[i], i};
+    qsort(sorted, n, sizeof *sorted, by_name_then_index);
+    /* In each run of equal names every element but the first repeats an
+     * earlier one; the earliest such repeat is the one reported. */
+    size_t first = n;
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(sorted[i].name, sorted[i - 1].name) == 0 && sorted[i].index < first)
+            first = sorted[i].index;
+    free(sorted);
+    return first;
 }

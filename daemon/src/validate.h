@@ -33,4 +33,8 @@ bool hf_valid_utf8(const char *s, size_t len);
  * as its trace-id, parent-id and sampled flag. */
 bool hf_traceparent_parse(const char *s, size_t len, char out[HF_TRACEPARENT_LEN + 1]);
 
+/* The index of the first name that repeats an earlier one, or n (ids,
+ * pools: each may appear once in a request). */
+size_t hf_first_duplicate(char *const *names, size_t n);
+
 #endif

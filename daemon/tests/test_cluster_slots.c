@@ -54,7 +54,7 @@ static void one_request_one_slot(void **state) {
     (void)state;
     /* Every key of a request shares the {ns:partition} tag. */
     char *ids[] = {"12", "E7", "a-very-long-id.0123456789"};
-    struct hf_keyset *ks = hf_keyset_build("seat", "run-2026-12-01-KTX101", ids, 3);
+    struct hf_keyset *ks = hf_keyset_build(HF_KEYS_SEATS, "seat", "run-2026-12-01-KTX101", ids, 3);
     assert_non_null(ks);
     for (size_t i = 0; i < ks->count; i++)
         assert_int_equal(hf_cluster_keyslot(ks->keys[i], ks->lens[i]), 13564);

@@ -13,6 +13,7 @@
 
 #include "frame.h"
 #include "ops_common.h"
+#include "validate.h"
 #include "ops_table.h"
 
 static void every_method_has_one_row(void **state) {
