@@ -7,6 +7,7 @@
 
 #include "confirm_db.h"
 #include "log.h"
+#include "numfmt.h"
 #include "metrics.h"
 
 #define RESOLVE_RETRY_MS 50
@@ -73,11 +74,12 @@ static void attempt(void *arg) {
     uint32_t left = (uint32_t)(rs->until - now);
     uint32_t wait = left / 2 ? left / 2 : 1;
     if (wait > RESOLVE_WAIT_MS) wait = RESOLVE_WAIT_MS;
-    char pid[16], start[24], wait_s[16];
+    char pid[21], start[21], wait_s[21];
     /* pid 0 = the statement's server process is not known: never final. */
-    snprintf(pid, sizeof pid, "%d", rs->backend_start_us ? rs->backend_pid : 0);
-    snprintf(start, sizeof start, "%" PRId64, rs->backend_start_us);
-    snprintf(wait_s, sizeof wait_s, "%u", wait);
+    int backend = rs->backend_start_us ? rs->backend_pid : 0;
+    hf_u64_dec(pid, backend > 0 ? (uint64_t)backend : 0);
+    hf_u64_dec(start, rs->backend_start_us > 0 ? (uint64_t)rs->backend_start_us : 0);
+    hf_u64_dec(wait_s, wait);
     const char *values[10] = {rs->op,      rs->ns,        rs->key, rs->partition, rs->ids_array,
                               rs->reference, rs->payload, pid,     start,         wait_s};
     int lengths[10] = {0, 0, 0, 0, 0, 0, (int)rs->payload_len, 0, 0, 0};

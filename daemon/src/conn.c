@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "busy_poll.h"
 #include "log.h"
@@ -57,7 +58,7 @@ struct hf_conn {
     struct out_frame *out_head, *out_tail;
     size_t out_bytes;              /* in the outbox */
     size_t queued;                 /* bytes in the outbox and in those batches */
-    struct hf_conn *q_prev, *q_next; /* on queues.head while queued > 0 */
+    struct hf_conn *q_prev, *q_next; /* on queues.head while queued > 0 (utlist) */
     uint32_t peer_uid, peer_gid;
     int32_t peer_pid;
     enum conn_timer timer_kind;
@@ -96,12 +97,7 @@ static void process_frames(struct hf_conn *conn);
 static void on_timer(uv_timer_t *t);
 
 static void queue_add(struct hf_conn *conn, size_t len) {
-    if (conn->queued == 0) {
-        conn->q_prev = NULL;
-        conn->q_next = queues.head;
-        if (queues.head) queues.head->q_prev = conn;
-        queues.head = conn;
-    }
+    if (conn->queued == 0) DL_PREPEND2(queues.head, conn, q_prev, q_next);
     conn->queued += len;
     queues.total += len;
     hf_metrics_gauge_set(HF_G_QUEUED_BYTES, (int64_t)queues.total);
@@ -111,12 +107,7 @@ static void queue_done(struct hf_conn *conn, size_t len) {
     conn->queued -= len;
     queues.total -= len;
     if (conn->closing) queues.closing -= len;
-    if (conn->queued == 0) {
-        if (conn->q_prev) conn->q_prev->q_next = conn->q_next;
-        else queues.head = conn->q_next;
-        if (conn->q_next) conn->q_next->q_prev = conn->q_prev;
-        conn->q_prev = conn->q_next = NULL;
-    }
+    if (conn->queued == 0) DL_DELETE2(queues.head, conn, q_prev, q_next);
     hf_metrics_gauge_set(HF_G_QUEUED_BYTES, (int64_t)queues.total);
 }
 

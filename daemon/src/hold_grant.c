@@ -52,15 +52,11 @@ static void answer(struct hf_grant *g) {
         withdraw(g);
         return;
     }
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__HoldResponse hr = HOLDFAST__V1__HOLD_RESPONSE__INIT;
     hr.token = g->token;
     hr.fence = g->fence;
     hr.ttl_ms = g->ttl;
-    resp.code = HF_CODE(OK);
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_HOLD;
-    resp.hold = &hr;
-    hf_request_reply(g->req, &resp);
+    HF_REPLY_OK(g->req, hold, HOLD, &hr);
     g->done(g);
 }
 

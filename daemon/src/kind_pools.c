@@ -189,35 +189,26 @@ static bool answer_status(struct hf_request *req, const struct hf_target *t,
     long long code;
     if (!hf_reply_code(r, &code) || code != HF_SC_GRANTED || r->elements != 1 + 5 * t->n)
         return false;
-    Holdfast__V1__PoolStatus *items = calloc(t->n ? t->n : 1, sizeof *items);
-    Holdfast__V1__PoolStatus **ptrs = calloc(t->n ? t->n : 1, sizeof *ptrs);
-    if (!items || !ptrs) {
-        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
-    } else {
-        for (size_t i = 0; i < t->n; i++) {
-            holdfast__v1__pool_status__init(&items[i]);
-            long long cap = hf_reply_int(r, 1 + 5 * i), sold = hf_reply_int(r, 2 + 5 * i);
-            long long held = hf_reply_int(r, 3 + 5 * i);
-            items[i].pool = t->items[i];
-            items[i].capacity = non_negative(cap);
-            items[i].sold = non_negative(sold);
-            items[i].held = non_negative(held);
-            items[i].free = non_negative(cap - sold - held);
-            items[i].owned = (uint32_t)hf_reply_int(r, 4 + 5 * i);
-            items[i].ttl_ms = hf_reply_int(r, 5 + 5 * i);
-            ptrs[i] = &items[i];
-        }
-        hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
-        Holdfast__V1__StatusResponse sr = HOLDFAST__V1__STATUS_RESPONSE__INIT;
-        sr.n_pools = t->n;
-        sr.pools = ptrs;
-        resp.code = HF_CODE(OK);
-        resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_STATUS;
-        resp.status = &sr;
-        hf_request_reply(req, &resp);
+    Holdfast__V1__PoolStatus **items;
+    void *mem = hf_request_items(req, t->n, sizeof **items, (void ***)&items, "out of memory");
+    if (!mem) return true;
+    for (size_t i = 0; i < t->n; i++) {
+        holdfast__v1__pool_status__init(items[i]);
+        long long cap = hf_reply_int(r, 1 + 5 * i), sold = hf_reply_int(r, 2 + 5 * i);
+        long long held = hf_reply_int(r, 3 + 5 * i);
+        items[i]->pool = t->items[i];
+        items[i]->capacity = non_negative(cap);
+        items[i]->sold = non_negative(sold);
+        items[i]->held = non_negative(held);
+        items[i]->free = non_negative(cap - sold - held);
+        items[i]->owned = (uint32_t)hf_reply_int(r, 4 + 5 * i);
+        items[i]->ttl_ms = hf_reply_int(r, 5 + 5 * i);
     }
-    free(items);
-    free(ptrs);
+    Holdfast__V1__StatusResponse sr = HOLDFAST__V1__STATUS_RESPONSE__INIT;
+    sr.n_pools = t->n;
+    sr.pools = items;
+    HF_REPLY_OK(req, status, STATUS, &sr);
+    free(mem);
     return true;
 }
 
@@ -282,47 +273,35 @@ static const char *marked(const struct hf_claim *c) {
 }
 
 /* The request's units, for the answers (a replay answers the same units:
- * they are part of the request the key is bound to). */
-static Holdfast__V1__PoolTake **units_of(const struct hf_target *t,
-                                        Holdfast__V1__PoolTake *items) {
-    Holdfast__V1__PoolTake **ptrs = calloc(t->n ? t->n : 1, sizeof *ptrs);
-    if (!ptrs) return NULL;
-    for (size_t i = 0; i < t->n; i++) {
-        holdfast__v1__pool_take__init(&items[i]);
-        items[i].pool = t->items[i];
-        items[i].count = t->counts[i];
-        ptrs[i] = &items[i];
+ * they are part of the request the key is bound to). NULL: answered. */
+static void *units_of(struct hf_claim *c, Holdfast__V1__PoolTake ***units, const char *what) {
+    const struct hf_target *t = &c->target;
+    char oom[160];
+    snprintf(oom, sizeof oom, "out of memory (the %s is committed; retry with the same "
+                              "idempotency key to get its result)", what);
+    void *mem = hf_request_items(c->req, t->n, sizeof ***units, (void ***)units, oom);
+    for (size_t i = 0; mem && i < t->n; i++) {
+        holdfast__v1__pool_take__init((*units)[i]);
+        (*units)[i]->pool = t->items[i];
+        (*units)[i]->count = t->counts[i];
     }
-    return ptrs;
+    return mem;
 }
 
 static void answer_confirmed(struct hf_claim *c) {
-    struct hf_request *req = c->req;
-    if (req->answered) return;
-    const struct hf_target *t = &c->target;
-    Holdfast__V1__PoolTake *items = calloc(t->n ? t->n : 1, sizeof *items);
-    Holdfast__V1__PoolTake **ptrs = items ? units_of(t, items) : NULL;
-    if (!ptrs) {
-        free(items);
-        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL,
-                        "out of memory (the confirm is committed; retry with the same "
-                        "idempotency key to get its result)");
-        return;
-    }
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
-    Holdfast__V1__ConfirmResponse cr = HOLDFAST__V1__CONFIRM_RESPONSE__INIT;
+    if (c->req->answered) return;
+    Holdfast__V1__PoolTake **units;
+    void *mem = units_of(c, &units, "confirm");
+    if (!mem) return;
     const struct hf_outcome *o = &c->out;
+    Holdfast__V1__ConfirmResponse cr = HOLDFAST__V1__CONFIRM_RESPONSE__INIT;
     cr.fence = o->n && o->rows[0].fence > 0 ? (uint64_t)o->rows[0].fence : c->fence;
     cr.replayed = o->replayed;
-    cr.n_units = t->n;
-    cr.units = ptrs;
+    cr.n_units = c->target.n;
+    cr.units = units;
     cr.confirmed_at_unix_ms = o->n ? o->rows[0].at_ms : 0;
-    resp.code = HF_CODE(OK);
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_CONFIRM;
-    resp.confirm = &cr;
-    hf_request_reply(req, &resp);
-    free(items);
-    free(ptrs);
+    HF_REPLY_OK(c->req, confirm, CONFIRM, &cr);
+    free(mem);
 }
 
 static int after_cancel(struct hf_claim *c, uint32_t timeout_ms, hf_redis_cb *cb,
@@ -331,34 +310,21 @@ static int after_cancel(struct hf_claim *c, uint32_t timeout_ms, hf_redis_cb *cb
 }
 
 static void answer_cancelled(struct hf_claim *c) {
-    struct hf_request *req = c->req;
-    if (req->answered) return;
-    const struct hf_target *t = &c->target;
-    Holdfast__V1__PoolTake *items = calloc(t->n ? t->n : 1, sizeof *items);
-    Holdfast__V1__PoolTake **ptrs = items ? units_of(t, items) : NULL;
-    if (!ptrs) {
-        free(items);
-        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL,
-                        "out of memory (the cancel is committed; retry with the same "
-                        "idempotency key to get its result)");
-        return;
-    }
+    if (c->req->answered) return;
+    Holdfast__V1__PoolTake **units;
+    void *mem = units_of(c, &units, "cancel");
+    if (!mem) return;
     /* The wire's count is 32-bit; max_ids pools of at most MAX_UNITS each
      * can exceed it, so it saturates (the units list has every count). */
     uint64_t total = 0;
-    for (size_t i = 0; i < t->n; i++) total += t->counts[i];
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
+    for (size_t i = 0; i < c->target.n; i++) total += c->target.counts[i];
     Holdfast__V1__CancelResponse cr = HOLDFAST__V1__CANCEL_RESPONSE__INIT;
     cr.cancelled = total > UINT32_MAX ? UINT32_MAX : (uint32_t)total;
     cr.replayed = c->out.replayed;
-    cr.n_units = t->n;
-    cr.units = ptrs;
-    resp.code = HF_CODE(OK);
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_CANCEL;
-    resp.cancel = &cr;
-    hf_request_reply(req, &resp);
-    free(items);
-    free(ptrs);
+    cr.n_units = c->target.n;
+    cr.units = units;
+    HF_REPLY_OK(c->req, cancel, CANCEL, &cr);
+    free(mem);
 }
 
 const struct hf_kind hf_kind_pools = {

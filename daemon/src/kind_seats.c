@@ -156,35 +156,26 @@ static void answer_code(struct hf_request *req, const struct hf_target *t, long 
 static bool answer_status(struct hf_request *req, const struct hf_target *t,
                           const redisReply *r) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 3 * t->n) return false;
-    Holdfast__V1__ResourceStatus *items = calloc(t->n, sizeof *items);
-    Holdfast__V1__ResourceStatus **ptrs = calloc(t->n, sizeof *ptrs);
-    if (!items || !ptrs) {
-        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
-    } else {
-        for (size_t i = 0; i < t->n; i++) {
-            holdfast__v1__resource_status__init(&items[i]);
-            long long state = hf_reply_int(r, 3 * i);
-            items[i].id = t->items[i];
-            items[i].state = state == HF_SC_NOT_HELD
-                                 ? HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_FREE
-                             : state == HF_SC_CONFIRMED
-                                 ? HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_CONFIRMED
-                                 : HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_HELD;
-            items[i].ttl_ms = hf_reply_int(r, 3 * i + 1);
-            items[i].owned = hf_reply_int(r, 3 * i + 2) == 1;
-            ptrs[i] = &items[i];
-        }
-        hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
-        Holdfast__V1__StatusResponse sr = HOLDFAST__V1__STATUS_RESPONSE__INIT;
-        sr.n_resources = t->n;
-        sr.resources = ptrs;
-        resp.code = HF_CODE(OK);
-        resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_STATUS;
-        resp.status = &sr;
-        hf_request_reply(req, &resp);
+    Holdfast__V1__ResourceStatus **items;
+    void *mem = hf_request_items(req, t->n, sizeof **items, (void ***)&items, "out of memory");
+    if (!mem) return true;
+    for (size_t i = 0; i < t->n; i++) {
+        holdfast__v1__resource_status__init(items[i]);
+        long long state = hf_reply_int(r, 3 * i);
+        items[i]->id = t->items[i];
+        items[i]->state = state == HF_SC_NOT_HELD
+                              ? HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_FREE
+                          : state == HF_SC_CONFIRMED
+                              ? HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_CONFIRMED
+                              : HOLDFAST__V1__RESOURCE_STATE__RESOURCE_STATE_HELD;
+        items[i]->ttl_ms = hf_reply_int(r, 3 * i + 1);
+        items[i]->owned = hf_reply_int(r, 3 * i + 2) == 1;
     }
-    free(items);
-    free(ptrs);
+    Holdfast__V1__StatusResponse sr = HOLDFAST__V1__STATUS_RESPONSE__INIT;
+    sr.n_resources = t->n;
+    sr.resources = items;
+    HF_REPLY_OK(req, status, STATUS, &sr);
+    free(mem);
     return true;
 }
 
@@ -233,36 +224,25 @@ static void answer_confirmed(struct hf_claim *c) {
     struct hf_request *req = c->req;
     if (req->answered) return;
     const struct hf_outcome *o = &c->out;
-    Holdfast__V1__Claim *claims = calloc(o->n ? o->n : 1, sizeof *claims);
-    Holdfast__V1__Claim **ptrs = calloc(o->n ? o->n : 1, sizeof *ptrs);
-    if (!claims || !ptrs) {
-        free(claims);
-        free(ptrs);
-        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL,
-                        "out of memory (the confirm is committed; retry with the same "
-                        "idempotency key to get its result)");
-        return;
-    }
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
-    Holdfast__V1__ConfirmResponse cr = HOLDFAST__V1__CONFIRM_RESPONSE__INIT;
+    Holdfast__V1__Claim **claims;
+    void *mem = hf_request_items(req, o->n, sizeof **claims, (void ***)&claims,
+                                 "out of memory (the confirm is committed; retry with the same "
+                                 "idempotency key to get its result)");
+    if (!mem) return;
     for (size_t i = 0; i < o->n; i++) {
-        holdfast__v1__claim__init(&claims[i]);
-        claims[i].resource_id = o->rows[i].resource;
-        claims[i].fence = (uint64_t)o->rows[i].fence;
-        claims[i].reference = o->rows[i].reference ? o->rows[i].reference : "";
-        claims[i].confirmed_at_unix_ms = o->rows[i].at_ms;
-        ptrs[i] = &claims[i];
+        holdfast__v1__claim__init(claims[i]);
+        claims[i]->resource_id = o->rows[i].resource;
+        claims[i]->fence = (uint64_t)o->rows[i].fence;
+        claims[i]->reference = o->rows[i].reference ? o->rows[i].reference : "";
+        claims[i]->confirmed_at_unix_ms = o->rows[i].at_ms;
     }
+    Holdfast__V1__ConfirmResponse cr = HOLDFAST__V1__CONFIRM_RESPONSE__INIT;
     cr.fence = o->n ? (uint64_t)o->rows[0].fence : c->fence;
     cr.n_claims = o->n;
-    cr.claims = ptrs;
+    cr.claims = claims;
     cr.replayed = o->replayed;
-    resp.code = HF_CODE(OK);
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_CONFIRM;
-    resp.confirm = &cr;
-    hf_request_reply(req, &resp);
-    free(claims);
-    free(ptrs);
+    HF_REPLY_OK(req, confirm, CONFIRM, &cr);
+    free(mem);
 }
 
 /* After a committed cancel: drop the confirmed markers of the cancelled ids
@@ -288,14 +268,10 @@ static int after_cancel(struct hf_claim *c, uint32_t timeout_ms, hf_redis_cb *cb
 
 static void answer_cancelled(struct hf_claim *c) {
     if (c->req->answered) return;
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__CancelResponse cr = HOLDFAST__V1__CANCEL_RESPONSE__INIT;
     cr.cancelled = (uint32_t)c->out.n;
     cr.replayed = c->out.replayed;
-    resp.code = HF_CODE(OK);
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_CANCEL;
-    resp.cancel = &cr;
-    hf_request_reply(c->req, &resp);
+    HF_REPLY_OK(c->req, cancel, CANCEL, &cr);
 }
 
 const struct hf_kind hf_kind_seats = {

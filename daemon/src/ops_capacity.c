@@ -149,17 +149,13 @@ static void fill_capacity(Holdfast__V1__PoolCapacity *pc, const char *pool,
 static void answer_set(struct capacity_call *cc) {
     struct hf_request *req = cc->req;
     if (req->answered) return;
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__SetCapacityResponse sr = HOLDFAST__V1__SET_CAPACITY_RESPONSE__INIT;
     Holdfast__V1__PoolCapacity pc = HOLDFAST__V1__POOL_CAPACITY__INIT;
     const struct hf_pool_row *r = cc->is_default ? &cc->def : &cc->rows[0];
     fill_capacity(&pc, cc->is_default ? "" : cc->answer_pool, r, NULL);
     if (cc->is_default) pc.partition_default = true;
     sr.pool = &pc;
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_SET_CAPACITY;
-    resp.set_capacity = &sr;
-    resp.code = HF_CODE(OK);
-    hf_request_reply(req, &resp);
+    HF_REPLY_OK(req, set_capacity, SET_CAPACITY, &sr);
 }
 
 static void on_set_mirrored(void *privdata, enum hf_redis_status status, redisReply *r) {
@@ -295,28 +291,19 @@ static void answer_get(struct capacity_call *cc) {
     struct hf_request *req = cc->req;
     if (req->answered) return;
     const struct hf_target *p = &cc->target;
-    Holdfast__V1__PoolCapacity *items = calloc(p->n ? p->n : 1, sizeof *items);
-    Holdfast__V1__PoolCapacity **ptrs = calloc(p->n ? p->n : 1, sizeof *ptrs);
-    if (!items || !ptrs) {
-        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
-    } else {
-        for (size_t i = 0; i < p->n; i++) {
-            holdfast__v1__pool_capacity__init(&items[i]);
-            fill_capacity(&items[i], p->items[i], &cc->rows[i], &cc->def);
-            ptrs[i] = &items[i];
-        }
-        hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
-        Holdfast__V1__GetCapacityResponse gr = HOLDFAST__V1__GET_CAPACITY_RESPONSE__INIT;
-        gr.n_pools = p->n;
-        gr.pools = ptrs;
-        gr.default_capacity = cc->def.capacity > 0 ? (uint64_t)cc->def.capacity : 0;
-        resp.code = HF_CODE(OK);
-        resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_GET_CAPACITY;
-        resp.get_capacity = &gr;
-        hf_request_reply(req, &resp);
+    Holdfast__V1__PoolCapacity **items;
+    void *mem = hf_request_items(req, p->n, sizeof **items, (void ***)&items, "out of memory");
+    if (!mem) return;
+    for (size_t i = 0; i < p->n; i++) {
+        holdfast__v1__pool_capacity__init(items[i]);
+        fill_capacity(items[i], p->items[i], &cc->rows[i], &cc->def);
     }
-    free(items);
-    free(ptrs);
+    Holdfast__V1__GetCapacityResponse gr = HOLDFAST__V1__GET_CAPACITY_RESPONSE__INIT;
+    gr.n_pools = p->n;
+    gr.pools = items;
+    gr.default_capacity = cc->def.capacity > 0 ? (uint64_t)cc->def.capacity : 0;
+    HF_REPLY_OK(req, get_capacity, GET_CAPACITY, &gr);
+    free(mem);
 }
 
 static void on_get_mirrored(void *privdata, enum hf_redis_status status, redisReply *r) {

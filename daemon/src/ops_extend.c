@@ -14,13 +14,9 @@ static void on_extend_reply(void *privdata, enum hf_redis_status status, redisRe
     } else if (code != HF_SC_GRANTED) {
         hf_target_answer_reply(req, t, r);
     } else {
-        hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
         Holdfast__V1__ExtendResponse er = HOLDFAST__V1__EXTEND_RESPONSE__INIT;
         er.ttl_ms = req->msg->extend->ttl_ms;
-        resp.code = HF_CODE(OK);
-        resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_EXTEND;
-        resp.extend = &er;
-        hf_request_reply(req, &resp);
+        HF_REPLY_OK(req, extend, EXTEND, &er);
     }
     hf_request_op_done(req);
 }

@@ -7,7 +7,6 @@
 
 void hf_op_health(struct hf_request *req) {
     struct hf_daemon *d = req->d;
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__HealthResponse hr = HOLDFAST__V1__HEALTH_RESPONSE__INIT;
     hr.live = true;
     hr.ready = hf_daemon_ready(d);
@@ -20,10 +19,7 @@ void hf_op_health(struct hf_request *req) {
     hr.connections = d->connections;
     hr.in_flight = d->in_flight;
     hr.draining = d->draining;
-    resp.code = HF_CODE(OK);
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_HEALTH;
-    resp.health = &hr;
-    hf_request_reply(req, &resp);
+    HF_REPLY_OK(req, health, HEALTH, &hr);
 }
 
 void hf_op_metrics(struct hf_request *req) {
@@ -33,12 +29,8 @@ void hf_op_metrics(struct hf_request *req) {
         hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "out of memory");
         return;
     }
-    hf_response_msg resp = HOLDFAST__V1__RESPONSE__INIT;
     Holdfast__V1__MetricsResponse mr = HOLDFAST__V1__METRICS_RESPONSE__INIT;
     mr.text = text;
-    resp.code = HF_CODE(OK);
-    resp.result_case = HOLDFAST__V1__RESPONSE__RESULT_METRICS;
-    resp.metrics = &mr;
-    hf_request_reply(req, &resp);
+    HF_REPLY_OK(req, metrics, METRICS, &mr);
     free(text);
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "backoff.h"
 #include "log.h"
@@ -77,7 +78,8 @@ struct pg_watch {
 struct pg_call {
     uv_timer_t timer;     /* the call's deadline */
     struct hf_pg_pool *pool;
-    struct pg_call *next; /* in the pool's queue */
+    struct pg_call *prev, *next; /* in the pool's queue (utlist) */
+    bool queued;
     struct pg_conn *conn; /* set once sent */
     hf_pg_cb *cb;
     void *privdata;
@@ -108,7 +110,7 @@ struct hf_pg_pool {
     bool problem_logged; /* one warning per outage, not one per retry */
     unsigned ready;
     unsigned open_handles;
-    struct pg_call *head, *tail;
+    struct pg_call *head;       /* the queue, oldest first (utlist: head->prev is the tail) */
     uv_timer_t kick;     /* fails queued calls once no connection is left */
     unsigned n;
     struct pg_conn conns[];
@@ -415,16 +417,16 @@ static struct pg_conn *idle_conn(struct hf_pg_pool *pool) {
     return NULL;
 }
 
+static void enqueue(struct hf_pg_pool *pool, struct pg_call *call, bool front) {
+    if (front) DL_PREPEND(pool->head, call);
+    else DL_APPEND(pool->head, call);
+    call->queued = true;
+}
+
 static void unqueue(struct hf_pg_pool *pool, struct pg_call *call) {
-    struct pg_call **pp = &pool->head, *prev = NULL;
-    while (*pp && *pp != call) {
-        prev = *pp;
-        pp = &(*pp)->next;
-    }
-    if (!*pp) return;
-    *pp = call->next;
-    if (pool->tail == call) pool->tail = prev;
-    call->next = NULL;
+    if (!call->queued) return;
+    DL_DELETE(pool->head, call);
+    call->queued = false;
 }
 
 /* Hand queued calls to idle connections. Never runs a callback. */
@@ -437,22 +439,17 @@ static void pump(struct hf_pg_pool *pool) {
         if (!send_call(c, call)) {
             char why[320];
             snprintf(why, sizeof why, "could not send: %s", PQerrorMessage(c->pg));
-            call->next = pool->head; /* back to the front, for another connection */
-            pool->head = call;
-            if (!pool->tail) pool->tail = call;
+            enqueue(pool, call, true); /* back to the front, for another connection */
             conn_reset(c, why);
         }
     }
 }
 
 static void fail_queue(struct hf_pg_pool *pool, const char *why) {
-    struct pg_call *call = pool->head;
-    pool->head = pool->tail = NULL;
-    while (call) {
-        struct pg_call *next = call->next;
-        call->next = NULL;
+    while (pool->head) {
+        struct pg_call *call = pool->head;
+        unqueue(pool, call);
         call_finish(call, HF_PG_NOT_SENT, NULL, NULL, why, NULL);
-        call = next;
     }
 }
 
@@ -522,9 +519,7 @@ static int query(struct hf_pg_pool *pool, bool prepare, const char *sql, int npa
     call->run_ms = run_ms;
     call->prepare = prepare;
     uv_timer_start(&call->timer, on_call_deadline, send_within_ms ? send_within_ms : 1, 0);
-    if (pool->tail) pool->tail->next = call;
-    else pool->head = call;
-    pool->tail = call;
+    enqueue(pool, call, false);
     pump(pool);
     return 0;
 }

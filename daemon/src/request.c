@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 
 #include "log.h"
 #include "metrics.h"
@@ -49,18 +50,12 @@ size_t hf_client_session_holds(const struct hf_client *c) {
 
 static void client_add(struct hf_client *c, struct hf_request *req) {
     req->client = c;
-    req->client_prev = NULL;
-    req->client_next = c->requests;
-    if (c->requests) c->requests->client_prev = req;
-    c->requests = req;
+    DL_PREPEND2(c->requests, req, client_prev, client_next);
     c->in_flight++;
 }
 
 static void client_remove(struct hf_client *c, struct hf_request *req) {
-    if (req->client_prev) req->client_prev->client_next = req->client_next;
-    else c->requests = req->client_next;
-    if (req->client_next) req->client_next->client_prev = req->client_prev;
-    req->client_prev = req->client_next = NULL;
+    DL_DELETE2(c->requests, req, client_prev, client_next);
     req->client = NULL;
     c->in_flight--;
 }
@@ -471,6 +466,21 @@ void hf_request_reply(struct hf_request *req, hf_response_msg *resp) {
         else c->io->fatal(c->io_ctx, HF_CODE(RESOURCE_EXHAUSTED), "out of memory");
     }
     unref(req);
+}
+
+void *hf_request_items(struct hf_request *req, size_t n, size_t size, void ***ptrs,
+                       const char *oom) {
+    size_t m = n ? n : 1;
+    size_t aligned = (size + 15) & ~(size_t)15;
+    char *mem = calloc(1, m * aligned + m * sizeof(void *));
+    if (!mem) {
+        hf_request_fail(req, HF_CODE(RESOURCE_EXHAUSTED), NULL, NULL, "%s", oom);
+        return NULL;
+    }
+    void **p = (void **)(mem + m * aligned);
+    for (size_t i = 0; i < n; i++) p[i] = mem + i * aligned;
+    *ptrs = p;
+    return mem;
 }
 
 void hf_request_fail(struct hf_request *req, hf_code code, const char *field,

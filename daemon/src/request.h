@@ -116,6 +116,21 @@ uint32_t hf_request_backend_timeout(const struct hf_request *req, uint32_t limit
 /* Send the answer (id and correlation id are filled in). Only the first
  * answer counts; later calls are ignored. */
 void hf_request_reply(struct hf_request *req, hf_response_msg *resp);
+/* Answer OK with one result of the Response oneof: HF_REPLY_OK(req, status,
+ * STATUS, &sr) sets resp.status and its case. */
+#define HF_REPLY_OK(req, field, CASE, value)                                \
+    do {                                                                    \
+        hf_response_msg resp_ = HOLDFAST__V1__RESPONSE__INIT;               \
+        resp_.code = HF_CODE(OK);                                           \
+        resp_.result_case = HOLDFAST__V1__RESPONSE__RESULT_##CASE;          \
+        resp_.field = (value);                                              \
+        hf_request_reply((req), &resp_);                                    \
+    } while (0)
+/* The repeated field of an answer: n messages of `size` bytes (zeroed) and
+ * the array of pointers to them, in one allocation freed with free(). NULL:
+ * out of memory, answered RESOURCE_EXHAUSTED with `oom`. */
+void *hf_request_items(struct hf_request *req, size_t n, size_t size, void ***ptrs,
+                       const char *oom);
 void hf_request_fail(struct hf_request *req, hf_code code, const char *field,
                      const char *resource_id, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));

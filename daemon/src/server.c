@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
+#include <utlist.h>
 
 #include "conn.h"
 #include "log.h"
@@ -84,9 +85,7 @@ static void on_conn_closed(void *owner, struct hf_conn *conn) {
     struct entry *e = owner;
     struct hf_server *srv = e->srv;
     if (e->uid_counted) uid_remove(srv, e->uid);
-    if (e->prev) e->prev->next = e->next;
-    else srv->conns = e->next;
-    if (e->next) e->next->prev = e->prev;
+    DL_DELETE(srv->conns, e);
     free(e);
     srv->d->connections--;
     hf_metrics_gauge_set(HF_G_CONNECTIONS, srv->d->connections);
@@ -102,9 +101,7 @@ static struct entry *add_conn(struct hf_server *srv) {
         return NULL;
     }
     e->srv = srv;
-    e->next = srv->conns;
-    if (srv->conns) srv->conns->prev = e;
-    srv->conns = e;
+    DL_PREPEND(srv->conns, e);
     srv->d->connections++;
     hf_metrics_gauge_set(HF_G_CONNECTIONS, srv->d->connections);
     return e;

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <utlist.h>
 #include <uv.h>
 
 #include "cluster_slots.h"
@@ -94,10 +95,7 @@ static void on_timer_closed(uv_handle_t *h) { session_unref(h->data); }
 /* Out of the session's list; calls still carrying it keep it alive. */
 static void detach(struct hf_session *s, struct entry *e) {
     if (e->detached) return;
-    if (e->prev) e->prev->next = e->next;
-    else s->head = e->next;
-    if (e->next) e->next->prev = e->prev;
-    e->prev = e->next = NULL;
+    DL_DELETE(s->head, e);
     e->detached = true;
     s->count--;
     hf_metrics_gauge_add(HF_G_SESSION_HOLDS, -1);
@@ -452,9 +450,7 @@ bool hf_session_add(struct hf_session *s, const struct hf_session_hold *h) {
     e->prefix_len = strlen("hf:{") + nl + 1 + pl + strlen("}:");
     e->slot = s->d->cfg->redis_cluster ? hf_cluster_keyslot(e->keys[0], e->lens[0]) : 0;
     e->expires_at = h->sent_at_ms + h->ttl_ms;
-    e->next = s->head;
-    if (s->head) s->head->prev = e;
-    s->head = e;
+    DL_PREPEND(s->head, e);
     s->count++;
     hf_metrics_gauge_add(HF_G_SESSION_HOLDS, 1);
     uint64_t interval = h->ttl_ms / 3 ? h->ttl_ms / 3 : 1;
