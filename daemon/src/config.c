@@ -10,23 +10,20 @@
 #include <errno.h>
 #include <lauxlib.h>
 #include <lua.h>
-#include <lualib.h>
-#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "config_lua.h"
+#include "lua_sandbox.h"
 #include "validate.h"
 
+/* The load's budgets (a kept sandbox gets the hooks' own, lua_sandbox.h). */
 #define CONFIG_MEMORY_LIMIT (16u << 20)
 #define CONFIG_INSTRUCTION_BUDGET 10000000
 #define CONFIG_TIME_BUDGET_MS 2000u
 #define CONFIG_HOOK_EVERY 1000
-#define ALLOC_CHECK_BYTES (64u << 10) /* the allocator reads the clock this often */
 
 enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST, F_FUNCTION,
                   F_STRING_LIST };
@@ -277,6 +274,16 @@ static const struct section sections[] = {
     {"metrics", metrics_fields, N_FIELDS(metrics_fields)},
 };
 
+/* One load of a file: where its messages go, and its source for finding a
+ * key's line. */
+struct load {
+    const char *name; /* the file, for messages */
+    const char *text; /* its source */
+    char *err;
+    size_t errlen;
+    bool keep_state;  /* a hook was defined: the sandbox outlives the load */
+};
+
 /* ---- locating a key in the source, for file:line messages ---- */
 
 static bool ident_char(char c) {
@@ -321,10 +328,10 @@ static int line_of(const char *text, const char *dotted) {
     return line;
 }
 
-static bool fail(struct hf_lua *ctx, const char *key, const char *fmt, ...)
+static bool fail(struct load *ctx, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static bool fail(struct hf_lua *ctx, const char *key, const char *fmt, ...) {
+static bool fail(struct load *ctx, const char *key, const char *fmt, ...) {
     char why[384];
     va_list ap;
     va_start(ap, fmt);
@@ -340,7 +347,7 @@ static bool fail(struct hf_lua *ctx, const char *key, const char *fmt, ...) {
 
 /* ---- reading typed values ---- */
 
-static bool read_uint(struct hf_lua *ctx, lua_State *L, const char *key, uint32_t min,
+static bool read_uint(struct load *ctx, lua_State *L, const char *key, uint32_t min,
                       uint32_t max, uint32_t *out) {
     if (!lua_isinteger(L, -1)) {
         if (lua_type(L, -1) == LUA_TNUMBER)
@@ -354,7 +361,7 @@ static bool read_uint(struct hf_lua *ctx, lua_State *L, const char *key, uint32_
     return true;
 }
 
-static bool read_mode(struct hf_lua *ctx, lua_State *L, const char *key, uint32_t *out) {
+static bool read_mode(struct load *ctx, lua_State *L, const char *key, uint32_t *out) {
     /* "0660" as a string (octal), or a number written as 0x1b0 / 432. */
     if (lua_type(L, -1) == LUA_TSTRING) {
         const char *s = lua_tostring(L, -1);
@@ -369,7 +376,7 @@ static bool read_mode(struct hf_lua *ctx, lua_State *L, const char *key, uint32_
     return read_uint(ctx, L, key, 0, 07777, out);
 }
 
-static bool read_id_list(struct hf_lua *ctx, lua_State *L, const char *key, uint32_t **out,
+static bool read_id_list(struct load *ctx, lua_State *L, const char *key, uint32_t **out,
                          size_t *n_out) {
     if (!lua_istable(L, -1)) return fail(ctx, key, "must be a list of numeric ids");
     size_t n = (size_t)luaL_len(L, -1);
@@ -396,7 +403,7 @@ static void free_string_list(char **list, size_t n) {
     free(list);
 }
 
-static bool read_string_list(struct hf_lua *ctx, lua_State *L, const char *key, char ***out,
+static bool read_string_list(struct load *ctx, lua_State *L, const char *key, char ***out,
                              size_t *n_out) {
     if (!lua_istable(L, -1)) return fail(ctx, key, "must be a list of strings");
     size_t n = (size_t)luaL_len(L, -1);
@@ -422,7 +429,7 @@ static bool read_string_list(struct hf_lua *ctx, lua_State *L, const char *key, 
     return true;
 }
 
-static bool read_field(struct hf_lua *ctx, lua_State *L, const struct field *f,
+static bool read_field(struct load *ctx, lua_State *L, const struct field *f,
                        const char *key, void *base) {
     char *slot = (char *)base + f->offset;
     switch (f->type) {
@@ -503,7 +510,7 @@ static const char *field_key(const struct field *f) { return strrchr(f->name, '.
 
 /* Read the table on top of the stack against `fields`; unknown keys are
  * errors so that a typo never silently falls back to a default. */
-static bool read_table(struct hf_lua *ctx, lua_State *L, const char *prefix,
+static bool read_table(struct load *ctx, lua_State *L, const char *prefix,
                        const struct field *fields, size_t n, void *base) {
     char key[256];
     if (!lua_istable(L, -1)) return fail(ctx, prefix, "must be a table");
@@ -531,7 +538,7 @@ static bool read_table(struct hf_lua *ctx, lua_State *L, const char *prefix,
     return true;
 }
 
-static bool read_namespace(struct hf_lua *ctx, lua_State *L, const char *name,
+static bool read_namespace(struct load *ctx, lua_State *L, const char *name,
                            struct hf_namespace *ns) {
     char prefix[256];
     snprintf(prefix, sizeof prefix, "namespaces.%s", name);
@@ -555,7 +562,7 @@ static bool read_namespace(struct hf_lua *ctx, lua_State *L, const char *name,
     return true;
 }
 
-static bool read_namespaces(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg) {
+static bool read_namespaces(struct load *ctx, lua_State *L, struct hf_config *cfg) {
     if (!lua_istable(L, -1)) return fail(ctx, "namespaces", "must be a table of tables");
     size_t count = 0;
     lua_pushnil(L);
@@ -614,7 +621,7 @@ static bool valid_http_address(const char *a) {
     return inet_pton(family, host, addr) == 1;
 }
 
-static bool validate_redis_tls(struct hf_lua *ctx, const struct hf_config *cfg) {
+static bool validate_redis_tls(struct load *ctx, const struct hf_config *cfg) {
     static const struct {
         const char *key;
         size_t offset;
@@ -649,7 +656,7 @@ static bool validate_redis_tls(struct hf_lua *ctx, const struct hf_config *cfg) 
     return true;
 }
 
-static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
+static bool validate_whole(struct load *ctx, struct hf_config *cfg) {
     if (cfg->default_timeout_ms > cfg->max_timeout_ms)
         return fail(ctx, "limits.default_timeout_ms", "must not exceed limits.max_timeout_ms (%u)",
                     cfg->max_timeout_ms);
@@ -686,7 +693,7 @@ static bool validate_whole(struct hf_lua *ctx, struct hf_config *cfg) {
     return true;
 }
 
-static bool read_root(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg) {
+static bool read_root(struct load *ctx, lua_State *L, struct hf_config *cfg) {
     if (!lua_istable(L, -1)) {
         snprintf(ctx->err, ctx->errlen, "%s: the file must return a table, got %s", ctx->name,
                  luaL_typename(L, -1));
@@ -721,185 +728,18 @@ static bool read_root(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg) {
     return validate_whole(ctx, cfg);
 }
 
-/* ---- the sandbox ---- */
-
-uint64_t hf_lua_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Stop the running call and say why in ctx->stop_msg (Lua strings cannot
- * be made any more: the allocator refuses to grow from now on). */
-static void set_stop(struct hf_lua *ctx, enum hf_lua_stop why, const char *where) {
-    ctx->stop = why;
-    if (why == HF_LUA_OUT_OF_INSTRUCTIONS)
-        snprintf(ctx->stop_msg, sizeof ctx->stop_msg,
-                 "%sinstruction budget exceeded (endless loop?)", where);
-    else
-        snprintf(ctx->stop_msg, sizeof ctx->stop_msg, "%stime budget exceeded (%u ms)", where,
-                 ctx->time_budget_ms);
-}
-
-/* Whether the running call has to end; reads the clock. */
-static bool must_stop(struct hf_lua *ctx) {
-    if (ctx->stop == HF_LUA_RUNNING && ctx->deadline_ns && hf_lua_now_ns() >= ctx->deadline_ns)
-        set_stop(ctx, HF_LUA_OUT_OF_TIME, "");
-    return ctx->stop != HF_LUA_RUNNING;
-}
-
-/* Raise the stopped call's error. The message names the innermost Lua
- * function's line, found without allocating; the error value is a light
- * userdata (no allocation either) and the text stays in ctx->stop_msg. */
-static int raise_stop(lua_State *L, struct hf_lua *ctx, enum hf_lua_stop why) {
-    if (!ctx->stop_raised) {
-        char where[LUA_IDSIZE + 16] = "";
-        lua_Debug ar;
-        for (int level = 0; level < 16 && lua_getstack(L, level, &ar); level++) {
-            if (lua_getinfo(L, "Sl", &ar) && ar.currentline > 0) {
-                snprintf(where, sizeof where, "%s:%d: ", ar.short_src, ar.currentline);
-                break;
-            }
-        }
-        set_stop(ctx, ctx->stop == HF_LUA_RUNNING ? why : ctx->stop, where);
-        ctx->stop_raised = true;
-    }
-    lua_pushlightuserdata(L, ctx);
-    return lua_error(L);
-}
-
-void hf_lua_start(struct hf_lua *ctx, long instructions, unsigned time_ms) {
-    ctx->instructions = 0;
-    ctx->budget = instructions;
-    ctx->time_budget_ms = time_ms;
-    ctx->deadline_ns = hf_lua_now_ns() + (uint64_t)time_ms * 1000000u;
-    ctx->steps = ctx->alloc_since_check = 0;
-    ctx->stop = HF_LUA_RUNNING;
-    ctx->stop_raised = false;
-    ctx->stop_msg[0] = '\0';
-}
-
-void hf_lua_end(struct hf_lua *ctx) {
-    ctx->deadline_ns = 0;
-    ctx->stop = HF_LUA_RUNNING;
-}
-
-/* Every block counts against mem_limit, and none may be larger than
- * max_alloc. Once a call is stopped nothing grows; every ALLOC_CHECK_BYTES
- * handed out the clock is read, so C code that allocates as it goes cannot
- * outrun the deadline by much. Shrinking never fails, as Lua requires. */
-static void *limited_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
-    struct hf_lua *ctx = ud;
-    if (!ptr) osize = 0;
-    if (nsize == 0) {
-        ctx->mem_used -= osize;
-        free(ptr);
-        return NULL;
-    }
-    if (nsize > osize) {
-        if (ctx->stop != HF_LUA_RUNNING) return NULL;
-        if (ctx->mem_used + (nsize - osize) > ctx->mem_limit ||
-            (ctx->max_alloc && nsize > ctx->max_alloc)) {
-            must_stop(ctx); /* Lua collects and asks again: the clock, meanwhile */
-            return NULL;
-        }
-        ctx->alloc_since_check += nsize - osize;
-        if (ctx->alloc_since_check >= ALLOC_CHECK_BYTES) {
-            ctx->alloc_since_check = 0;
-            if (must_stop(ctx)) return NULL;
-        }
-    }
-    void *p = realloc(ptr, nsize);
-    if (p) ctx->mem_used = ctx->mem_used - osize + nsize;
-    return p;
-}
-
-/* Counts instructions and reads the clock every lua_gethookcount() of them. */
-static void budget_hook(lua_State *L, lua_Debug *ar) {
-    (void)ar;
-    struct hf_lua *ctx;
-    lua_getallocf(L, (void **)&ctx);
-    ctx->instructions += lua_gethookcount(L);
-    if (ctx->stop == HF_LUA_RUNNING && ctx->instructions > ctx->budget)
-        raise_stop(L, ctx, HF_LUA_OUT_OF_INSTRUCTIONS);
-    if (must_stop(ctx)) raise_stop(L, ctx, ctx->stop);
-}
-
-void hf_lua_charge(lua_State *L, size_t steps) {
-    struct hf_lua *ctx;
-    lua_getallocf(L, (void **)&ctx);
-    ctx->steps += steps;
-    if (ctx->stop == HF_LUA_RUNNING && ctx->steps < HF_LUA_STEPS_PER_CHECK) return;
-    ctx->steps = 0;
-    if (must_stop(ctx)) raise_stop(L, ctx, ctx->stop);
-}
-
-/* Lua calls this for an error outside any protected call and abort()s if it
- * returns. Everything run in a sandbox runs under lua_pcall, so this is a
- * last line: jump back to the caller, which gives the state up (loading
- * fails; a config's hooks answer "failed" from then on, its state is only
- * closed). With nobody to jump to, log and exit non-zero so that the service
- * manager restarts the daemon: never a silent abort. */
-static int on_panic(lua_State *L) {
-    struct hf_lua *ctx;
-    lua_getallocf(L, (void **)&ctx);
-    const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "(not a string)";
-    if (ctx->panic_jmp) {
-        log_error("Lua panic in the configuration's sandbox: %s; that Lua state is given up",
-                  msg);
-        ctx->broken = true;
-        longjmp(*ctx->panic_jmp, 1);
-    }
-    log_error("Lua panic outside a protected call: %s; exiting", msg);
-    hf_log_flush();
-    exit(70); /* EX_SOFTWARE */
-}
-
-static int open_sandbox(lua_State *L) {
-    static const luaL_Reg libs[] = {
-        {LUA_GNAME, luaopen_base},       {LUA_TABLIBNAME, luaopen_table},
-        {LUA_STRLIBNAME, luaopen_string}, {LUA_MATHLIBNAME, luaopen_math},
-        {LUA_UTF8LIBNAME, luaopen_utf8},
-    };
-    for (size_t i = 0; i < N_FIELDS(libs); i++) {
-        luaL_requiref(L, libs[i].name, libs[i].func, 1);
-        lua_pop(L, 1);
-    }
-    static const char *const removed[] = {"dofile", "loadfile", "load", "require",
-                                          "collectgarbage", "print", NULL};
-    for (int i = 0; removed[i]; i++) {
-        lua_pushnil(L);
-        lua_setglobal(L, removed[i]);
-    }
-    hf_lua_open_bounded(L);
-    return 0;
-}
-
-/* Only pure libraries: no io, os, package, debug, coroutine; no way to load
- * more code; the functions that could run long in C replaced by bounded
- * ones (policy.c). Set up in protected mode like everything else. */
-static lua_State *sandbox_new(struct hf_lua *ctx) {
-    lua_State *L = lua_newstate(limited_alloc, ctx);
-    if (!L) return NULL;
-    lua_atpanic(L, on_panic);
-    lua_pushcfunction(L, open_sandbox);
-    if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
-        lua_close(L);
-        return NULL;
-    }
-    lua_sethook(L, budget_hook, LUA_MASKCOUNT, CONFIG_HOOK_EVERY);
-    return L;
-}
+/* ---- running the file in the sandbox ---- */
 
 /* A failed load's message from the error on top of the stack. Lua's says
  * file:line: why; running out of memory gets the file name and the limit;
  * a stopped load says why in stop_msg. */
-static void load_failed(struct hf_lua *ctx, lua_State *L, int status) {
+static void load_failed(struct load *ctx, const struct hf_lua *lua, int status) {
+    lua_State *L = lua->L;
     const char *msg = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : "error";
-    if (ctx->stop != HF_LUA_RUNNING) msg = ctx->stop_msg;
+    if (lua->stop != HF_LUA_RUNNING) msg = lua->stop_msg;
     if (strncmp(msg, ctx->name, strlen(ctx->name)) == 0)
         snprintf(ctx->err, ctx->errlen, "%s", msg);
-    else if (ctx->stop == HF_LUA_RUNNING && (status == LUA_ERRMEM || strstr(msg, "memory")))
+    else if (lua->stop == HF_LUA_RUNNING && (status == LUA_ERRMEM || strstr(msg, "memory")))
         snprintf(ctx->err, ctx->errlen, "%s: %s (the sandbox allows %u MiB)", ctx->name, msg,
                  CONFIG_MEMORY_LIMIT >> 20);
     else
@@ -907,63 +747,56 @@ static void load_failed(struct hf_lua *ctx, lua_State *L, int status) {
 }
 
 struct reading {
-    struct hf_lua *ctx;
+    struct load *ctx;
     struct hf_config *cfg;
+    const char *chunkname;
     bool ok;
 };
 
-/* read_root in protected mode: a __len or __index metamethod in the file's
- * tables may raise, and luaL_ref may run out of memory. */
+/* The file run and what it returns read, in protected mode: a __len or
+ * __index metamethod in the file's tables may raise, and luaL_ref may run
+ * out of memory. */
 static int read_protected(lua_State *L) {
     struct reading *r = lua_touserdata(L, 1);
+    const char *text = r->ctx->text;
+    /* "t": text only, precompiled bytecode could escape the sandbox. */
+    if (luaL_loadbufferx(L, text, strlen(text), r->chunkname, "t") != LUA_OK)
+        return lua_error(L);
+    lua_call(L, 0, 1);
     r->ok = read_root(r->ctx, L, r->cfg);
     return 0;
 }
 
 /* Run the file and read what it returns, within the load's budgets. */
-static bool run_file(struct hf_lua *ctx, lua_State *L, struct hf_config *cfg, const char *text) {
+static bool run_file(struct load *ctx, struct hf_lua *lua, struct hf_config *cfg) {
     char chunkname[300];
     snprintf(chunkname, sizeof chunkname, "@%s", ctx->name);
-    jmp_buf panic;
-    volatile bool ok = false;
-    ctx->panic_jmp = &panic;
-    if (setjmp(panic) == 0) {
-        hf_lua_start(ctx, CONFIG_INSTRUCTION_BUDGET, CONFIG_TIME_BUDGET_MS);
-        /* "t": text only, precompiled bytecode could escape the sandbox. */
-        int rc = luaL_loadbufferx(L, text, strlen(text), chunkname, "t");
-        if (rc == LUA_OK) rc = lua_pcall(L, 0, 1, 0);
-        if (rc == LUA_OK) {
-            struct reading r = {ctx, cfg, false};
-            lua_pushcfunction(L, read_protected);
-            lua_pushlightuserdata(L, &r);
-            lua_rotate(L, -3, 2); /* read_protected, &r, the returned table */
-            rc = lua_pcall(L, 2, 0, 0);
-            ok = rc == LUA_OK && r.ok;
-        }
-        if (rc != LUA_OK) load_failed(ctx, L, rc);
-    } else {
+    struct reading r = {ctx, cfg, chunkname, false};
+    hf_lua_start(lua, CONFIG_INSTRUCTION_BUDGET, hf_lua_now_ns(),
+                 (uint64_t)CONFIG_TIME_BUDGET_MS * 1000000u);
+    int rc = hf_lua_protected(lua, read_protected, &r);
+    if (rc == HF_LUA_PANICKED)
         snprintf(ctx->err, ctx->errlen, "%s: Lua panic while loading (see the log)", ctx->name);
-    }
-    ctx->panic_jmp = NULL;
-    hf_lua_end(ctx);
-    return ok;
+    else if (rc != LUA_OK)
+        load_failed(ctx, lua, rc);
+    hf_lua_end(lua);
+    return rc == LUA_OK && r.ok;
 }
 
-static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *text) {
+static struct hf_config *load(struct load *ctx, const char *path) {
     struct hf_config *cfg = calloc(1, sizeof *cfg);
     if (!cfg) {
         snprintf(ctx->err, ctx->errlen, "%s: out of memory", ctx->name);
         return NULL;
     }
     cfg->refs = 1;
-    ctx->mem_limit = CONFIG_MEMORY_LIMIT;
-    lua_State *L = sandbox_new(ctx);
-    if (!L) {
+    struct hf_lua *lua = hf_lua_create(CONFIG_MEMORY_LIMIT, CONFIG_HOOK_EVERY);
+    if (!lua) {
         snprintf(ctx->err, ctx->errlen, "%s: cannot create Lua state", ctx->name);
         free(cfg);
         return NULL;
     }
-    bool ok = run_file(ctx, L, cfg, text);
+    bool ok = run_file(ctx, lua, cfg);
     if (ok) {
         cfg->path = strdup(path);
         if (!cfg->path) ok = false;
@@ -971,27 +804,12 @@ static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *
     if (ok && ctx->keep_state) {
         /* Policy hooks live on in this state; it moves into the config,
          * with the hooks' own limits (policy.c sets the per-call ones). */
-        lua_settop(L, 0);
-        struct hf_lua *kept = malloc(sizeof *kept);
-        if (kept) {
-            lua_gc(L, LUA_GCCOLLECT);
-            *kept = *ctx;
-            kept->name = kept->text = NULL;
-            kept->err = NULL;
-            kept->L = L;
-            kept->mem_limit = kept->mem_used + HF_HOOK_MEMORY_HEADROOM;
-            kept->max_alloc = HF_HOOK_MAX_ALLOC;
-            hf_lua_end(kept);
-            lua_setallocf(L, limited_alloc, kept);
-            lua_sethook(L, budget_hook, LUA_MASKCOUNT, HF_HOOK_CHECK_EVERY);
-            cfg->lua = kept;
-            return cfg;
-        }
-        ok = false;
+        hf_lua_keep(lua);
+        cfg->lua = lua;
+        return cfg;
     }
-    lua_close(L);
+    hf_lua_free(lua);
     if (!ok) {
-        cfg->refs = 1;
         hf_config_unref(cfg);
         return NULL;
     }
@@ -1000,11 +818,12 @@ static struct hf_config *load(struct hf_lua *ctx, const char *path, const char *
 
 struct hf_config *hf_config_load_string(const char *name, const char *text, char *err,
                                         size_t errlen) {
-    struct hf_lua ctx = {.name = name, .text = text, .err = err, .errlen = errlen};
-    return load(&ctx, name, text);
+    struct load ctx = {.name = name, .text = text, .err = err, .errlen = errlen};
+    return load(&ctx, name);
 }
 
-struct hf_config *hf_config_load(const char *path, char *err, size_t errlen) {
+/* The whole file, NUL-terminated (malloc'd); NULL with the reason in err. */
+static char *read_text(const char *path, char *err, size_t errlen) {
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
@@ -1042,8 +861,14 @@ struct hf_config *hf_config_load(const char *path, char *err, size_t errlen) {
         return NULL;
     }
     text[len] = '\0';
-    struct hf_lua ctx = {.name = path, .text = text, .err = err, .errlen = errlen};
-    struct hf_config *cfg = load(&ctx, path, text);
+    return text;
+}
+
+struct hf_config *hf_config_load(const char *path, char *err, size_t errlen) {
+    char *text = read_text(path, err, errlen);
+    if (!text) return NULL;
+    struct load ctx = {.name = path, .text = text, .err = err, .errlen = errlen};
+    struct hf_config *cfg = load(&ctx, path);
     free(text);
     return cfg;
 }
@@ -1070,10 +895,7 @@ void hf_config_unref(struct hf_config *cfg) {
         free_strings(sections[i].fields, sections[i].n, cfg);
     for (size_t i = 0; i < cfg->n_namespaces; i++) free(cfg->namespaces[i].name);
     free(cfg->namespaces);
-    if (cfg->lua) {
-        lua_close(cfg->lua->L);
-        free(cfg->lua);
-    }
+    hf_lua_free(cfg->lua);
     free(cfg->path);
     free(cfg);
 }

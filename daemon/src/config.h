@@ -32,7 +32,7 @@ struct hf_namespace {
     enum hf_ns_kind kind;              /* seats (ids) or pools (units) */
 };
 
-struct hf_lua; /* the sandbox kept alive for policy hooks (config_lua.h) */
+struct hf_lua; /* the sandbox kept alive for policy hooks (lua_sandbox.h) */
 
 /* log.requests: which answered requests get their line. */
 enum hf_log_requests {

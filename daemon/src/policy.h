@@ -8,7 +8,7 @@
  *
  * A hook runs on the event loop, in the same sandbox as the config (no
  * io/os), under an instruction budget, a wall-clock budget that the library
- * functions running in C honour too, and a memory cap (config_lua.h), so a
+ * functions running in C honour too, and a memory cap (lua_sandbox.h), so a
  * bad hook can neither stall nor crash the daemon: it fails, and the request
  * is refused. The hook sees Holds, Confirms and Cancels (`op` tells which). */
 #ifndef HF_POLICY_H

@@ -1,5 +1,5 @@
-/* Unit tests for policy.c and the sandbox's limits in config.c: hooks called
- * through hf_policy_admit on configs from hf_config_load_string. A hook
+/* Unit tests for policy.c and the sandbox's limits in lua_sandbox.c: hooks
+ * called through hf_policy_admit on configs from hf_config_load_string. A hook
  * that keeps what it is given, a slow pattern, an endless loop however
  * wrapped, a panic: each fails the call, in bounded time, and never aborts.
  * The bounded pattern matcher is compared with Lua's own. */
@@ -17,7 +17,7 @@
 #include <lualib.h>
 
 #include "config.h"
-#include "config_lua.h"
+#include "lua_sandbox.h"
 #include "policy.h"
 
 static double now_ms(void) { return (double)hf_lua_now_ns() / 1e6; }
