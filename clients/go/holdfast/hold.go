@@ -47,7 +47,7 @@ type Hold struct {
 	Target Target
 	// IDs are the seat ids (nil for units).
 	//
-	// Deprecated: use Target, a Seats for a hold of seats.
+	// Deprecated: use Hold.Target, a Seats for a hold of seats.
 	IDs []string
 	// Segment is the journey segment the hold covers (zero when none): its
 	// Extend, Release, Confirm, Status and Close act on the same legs.
