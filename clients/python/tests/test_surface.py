@@ -151,8 +151,15 @@ SAMPLES: Dict[str, Tuple[tuple, dict]] = {
     "set_default_capacity": (("ga", "p", 1), {}),
 }
 
-SECTIONS = {"client": clients, "hold": lambda: holds(holdfast.Seats(["E7"], (0, 2))) +
-            holds(holdfast.Units({"adult": 2}))}
+SECTIONS = {"client": clients, "options": clients,
+            "hold": lambda: holds(holdfast.Seats(["E7"], (0, 2))) + holds(holdfast.Units({"adult": 2}))}
+
+
+def settle(out: Any) -> Any:
+    """An AsyncClient's answer awaited (a coroutine, or the awaitable of hold)."""
+    async def wait() -> Any:
+        return await out
+    return asyncio.run(wait()) if inspect.isawaitable(out) else out
 
 
 def path_of(replacement: str, section: str) -> List[str]:
@@ -173,8 +180,7 @@ def reaches_by_call(obj: Any, name: str, path: List[str], monkeypatch) -> None:
     args, kwargs = SAMPLES[name]
     with pytest.warns(DeprecationWarning, match=re.escape(name)):
         out = getattr(obj, name)(*args, **kwargs)
-    if inspect.isawaitable(out):
-        asyncio.run(out)
+    settle(out)
     assert spy.called, f"{type(obj).__name__}.{name} did not call {first}"
     step = spy
     for part in path:  # what is called on the answer (resume().extend)
@@ -182,18 +188,51 @@ def reaches_by_call(obj: Any, name: str, path: List[str], monkeypatch) -> None:
         assert step.called, f"{type(obj).__name__}.{name} did not go on to {part}"
 
 
+class Sent(Exception):
+    """Raised by the stand-in for the transport: the request was built."""
+
+
+def reaches_a_target(obj: Any, name: str, replacement: str, monkeypatch) -> None:
+    """The deprecated keyword `name` of hold, cancel and status builds the
+    request its replacement target would (options.segment -> Seats)."""
+    assert replacement == "targets.Seats" and name == "segment"
+    sent = []
+
+    def capture(call, *args, **kwargs):
+        sent.append(call.msg)
+        raise Sent
+
+    async def acapture(call, *args, **kwargs):
+        capture(call)
+
+    monkeypatch.setattr(obj, "_call_on", acapture if inspect.iscoroutinefunction(obj._call_on)
+                        else capture)
+    for op, kwargs in (("hold", {}), ("cancel", {"idempotency_key": "k"}), ("status", {})):
+        assert name in inspect.signature(getattr(obj, op)).parameters, f"{op}({name}=) is gone"
+        with pytest.warns(DeprecationWarning, match=f"{name}="), pytest.raises(Sent):
+            out = getattr(obj, op)("train", "p", ["E7"], segment=(0, 2), **kwargs)
+            settle(out)
+        want = holdfast.Seats(["E7"], (0, 2))
+        assert (list(sent[-1].ids), sent[-1].segment.from_stop, sent[-1].segment.to_stop) == \
+            (list(want.ids), want.segment.from_stop, want.segment.to_stop)
+
+
 @pytest.mark.parametrize("alias,replacement", sorted(PYTHON["deprecated"].items()))
 def test_every_deprecated_alias_warns_and_reaches_its_replacement(alias, replacement,
                                                                   monkeypatch):
-    if "." not in alias:  # a type of the package
-        assert alias not in holdfast.__all__
-        with pytest.warns(DeprecationWarning, match=alias):
-            old = getattr(holdfast, alias)
-        assert old is getattr(holdfast, replacement)
-        return
     section, name = alias.split(".", 1)
+    if section == "types":  # a type of the package
+        assert name not in holdfast.__all__
+        with pytest.warns(DeprecationWarning, match=name):
+            old = getattr(holdfast, name)
+        assert old is getattr(holdfast, path_of(replacement, "types")[0])
+        return
     checked = 0
     for obj in SECTIONS[section]():
+        if section == "options":
+            reaches_a_target(obj, name, replacement, monkeypatch)
+            checked += 1
+            continue
         assert name in dir(type(obj)), f"{type(obj).__name__}.{name} is gone"
         path = path_of(replacement, section)
         if inspect.isfunction(getattr(type(obj), name)):
@@ -214,13 +253,17 @@ def test_every_deprecated_alias_warns_and_reaches_its_replacement(alias, replace
 
 
 def test_python_json_lists_every_alias_the_client_keeps():
-    kept = set(_deprecated.TYPES)
+    """The names the code keeps, and python.json's list, are the same (a
+    deprecated keyword, options.<name>, is checked above)."""
+    kept = {f"types.{n}" for n in _deprecated.TYPES}
     kept |= {f"client.{n}" for n, v in vars(_deprecated.ClientAliases).items()
              if inspect.isfunction(v)}
     kept |= {f"hold.{n}" for n, v in vars(_deprecated.HoldAliases).items()
              if isinstance(v, property)}
-    assert kept == set(PYTHON["deprecated"])
-    assert _deprecated.TYPES == {k: v for k, v in PYTHON["deprecated"].items() if "." not in k}
+    listed = {k for k in PYTHON["deprecated"] if not k.startswith("options.")}
+    assert kept == listed
+    assert {f"types.{k}": f"types.{v}" for k, v in _deprecated.TYPES.items()} == \
+        {k: v for k, v in PYTHON["deprecated"].items() if k.startswith("types.")}
 
 
 def test_the_readme_documents_every_alias():
@@ -228,5 +271,8 @@ def test_the_readme_documents_every_alias():
     section = text[text.index("## Deprecated names"):]
     section = section[:section.find("\n## ", 1)]
     for alias in PYTHON["deprecated"]:
-        assert re.search(r"`" + re.escape(alias) + r"\b", section), \
+        # as the README writes them: PoolHold, client.hold_units, hold.ids, segment=
+        section_name, name = alias.split(".", 1)
+        spelled = {"types": name, "options": f"{name}="}.get(section_name, alias)
+        assert re.search(r"`" + re.escape(spelled) + r"(\b|`)", section), \
             f"README, Deprecated names: {alias} is missing"
