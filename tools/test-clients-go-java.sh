@@ -92,10 +92,11 @@ echo "== clients/java"
 (cd "$root/clients/java" && mvn -B -ntp test) >"$logs/java.log" 2>&1
 java_rc=$?
 grep -E 'Tests run:|BUILD (SUCCESS|FAILURE)|<<< FAIL|Tests in error|Failed tests' "$logs/java.log"
-# Surefire's total: the last "Tests run:" line without a class name.
+# Surefire's totals: each execution (the pom has several) ends with a
+# "Tests run:" line without a class name; they are summed.
 read -r p f s <<<"$(grep -E 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+$' "$logs/java.log" |
-  tail -1 | sed -E 's/.*Tests run: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+), Skipped: ([0-9]+)$/\1 \2 \3 \4/' |
-  awk '{ if (NF == 4) printf "%d %d %d\n", $1 - $2 - $3 - $4, $2 + $3, $4; else print "0 0 0" }')"
+  sed -E 's/.*Tests run: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+), Skipped: ([0-9]+)$/\1 \2 \3 \4/' |
+  awk '{ p += $1 - $2 - $3 - $4; f += $2 + $3; s += $4 } END { printf "%d %d %d\n", p, f, s }')"
 count "$p" "$f" "$s"
 if ((java_rc != 0 && f == 0)); then count 0 1 0; fi # a build error: no test line
 if ((java_rc != 0)); then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Deploy tests: builds holdfastd/holdfastctl and the .deb, then runs
 # tests/deploy (systemd units, socket activation + sd_notify, the package in
-# a clean debootstrap root, the Kubernetes example). About a minute on top of
+# a clean debootstrap root, the Kubernetes example, the dashboard and alert
+# rules of deploy/monitoring with promtool). About a minute on top of
 # the build; the debootstrap step fetches from Debian's mirror
 # (HOLDFAST_DEBIAN_MIRROR overrides it).
 #
@@ -18,6 +19,10 @@ cmake --build "$build" -j"$(nproc)"
 # Always repackage, so the tests never look at a stale .deb.
 rm -f "$build"/holdfast_*.deb
 cmake --build "$build" --target package
+
+# promtool (check/test rules in tests/deploy/test_monitoring.py), taken out
+# of Debian's prometheus package into build/deps/promtool; cached.
+bash tools/deps-promtool.sh
 
 export HOLDFAST_BUILD_DIR
 HOLDFAST_BUILD_DIR=$(cd "$build" && pwd)

@@ -160,14 +160,14 @@ func cpuTime() time.Duration {
 
 func holdfastSystem(c *holdfast.Client) system {
 	return system{name: "holdfast", setup: func(g, round int) pairFunc {
-		ids := []string{fmt.Sprintf("gobench-%d-%d", round, g)}
+		ids := holdfast.Seats{fmt.Sprintf("gobench-%d-%d", round, g)}
 		part := "gobench"
 		return func(ctx context.Context) error {
 			h, err := c.Hold(ctx, namespace, part, ids, ttl)
 			if err != nil {
 				return fmt.Errorf("hold: %w", err)
 			}
-			if _, err := c.Release(ctx, h); err != nil {
+			if _, err := h.Release(ctx); err != nil {
 				return fmt.Errorf("release: %w", err)
 			}
 			return nil

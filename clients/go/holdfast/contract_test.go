@@ -255,7 +255,7 @@ func TestContractScopeExit(t *testing.T) {
 			sp := newScopePeer(t, Code(pb.Code_value["CODE_"+name]), 0)
 			c := New(sp.path)
 			defer c.Close()
-			h, err := c.Hold(ctx, "seat", "p", []string{"E7"}, 0)
+			h, err := c.Hold(ctx, "seat", "p", Seats{"E7"}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -275,7 +275,7 @@ func TestContractScopeExit(t *testing.T) {
 		sp := newScopePeer(t, CodeUnavailable, 0)
 		c := New(sp.path)
 		defer c.Close()
-		h, err := c.Hold(ctx, "seat", "p", []string{"E7"}, 0)
+		h, err := c.Hold(ctx, "seat", "p", Seats{"E7"}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -291,7 +291,7 @@ func TestContractScopeExit(t *testing.T) {
 		sp := newScopePeer(t, CodeOK, 0)
 		c := New(sp.path)
 		defer c.Close()
-		h, err := c.Hold(ctx, "seat", "p", []string{"E7"}, 0)
+		h, err := c.Hold(ctx, "seat", "p", Seats{"E7"}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -301,7 +301,7 @@ func TestContractScopeExit(t *testing.T) {
 		if err := h.Close(); err != nil {
 			t.Fatal(err)
 		}
-		h2, err := c.Hold(ctx, "seat", "p", []string{"E8"}, 0)
+		h2, err := c.Hold(ctx, "seat", "p", Seats{"E8"}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -318,7 +318,7 @@ func TestContractScopeExit(t *testing.T) {
 		sp2 := newScopePeer(t, CodeOK, CodeConflict)
 		c2 := New(sp2.path)
 		defer c2.Close()
-		h3, err := c2.Hold(ctx, "seat", "p", []string{"E9"}, 0)
+		h3, err := c2.Hold(ctx, "seat", "p", Seats{"E9"}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -339,7 +339,7 @@ func TestContractScopeExit(t *testing.T) {
 		}
 		sp := newScopePeer(t, CodeOK, 0)
 		c := New(sp.path)
-		h, err := c.Hold(ctx, "seat", "p", []string{"E7"}, 0)
+		h, err := c.Hold(ctx, "seat", "p", Seats{"E7"}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -17,9 +17,16 @@
 // ("outcome unknown") and the next call dials a fresh connection, waiting for
 // the daemon to come back until the call's deadline.
 //
+// Every operation takes a Target: Seats{"E7", "E8"} (ids of one partition)
+// or Units{"adult": 2, "child": 1} (units of its pools, a namespace of kind
+// "pools"). Hold returns the one hold type, *Hold, for both; Resume rebuilds
+// one from a token received elsewhere; Cancel and Status take a Target too;
+// Admin holds the operator's calls (SetCapacity, SetDefaultCapacity). The
+// names are the same in every holdfast client (protos/contract/surface.json).
+//
 // Failures are *Error values carrying the daemon's result Code:
 //
-//	h, err := c.Hold(ctx, "seat", "run-2026-12-01-KTX101", []string{"E7", "E8", "E9"}, time.Minute)
+//	h, err := c.Hold(ctx, "seat", "run-2026-12-01-KTX101", holdfast.Seats{"E7", "E8", "E9"}, time.Minute)
 //	switch {
 //	case errors.Is(err, holdfast.ErrHeldByAnother):
 //		// someone else has one of the seats; holdfast.ResourceOf(err) says which
@@ -29,18 +36,14 @@
 //	defer h.Close() // releases it unless it was confirmed or released
 //
 // In a namespace that sells by leg (max_legs > 0), pass WithSegment(from, to)
-// to Hold and Status (CancelOptions.Segment to Cancel); the Hold keeps its
-// Segment for Extend, Release, Confirm, Status and Close.
+// to Hold, Status and Resume (CancelOptions.Segment to Cancel); the Hold
+// keeps its Segment for Extend, Release, Confirm, Status and Close.
 //
-// WithSession makes a session hold: the daemon renews it while the
+// WithSession makes a session hold of seats: the daemon renews it while the
 // connection lives and releases it when the connection closes; Hold.Done,
 // Hold.Lost and WithOnLost report one that is lost (the daemon's
 // unsolicited session events, or the connection's end). WithWait(d) waits
-// in line up to d for a resource another token holds.
-//
-// A namespace of kind "pools" sells units: HoldUnits returns a PoolHold;
-// CancelUnits, PoolStatus, SetCapacity, SetDefaultCapacity and GetCapacity
-// complete it.
+// in line up to d for seats or units another token holds.
 //
 // A call's W3C traceparent comes from its context: WithTraceParent sets one,
 // and WithTraceParentFunc(otelhf.TraceParent) (module
@@ -49,7 +52,7 @@
 //
 // Tokens are secrets: a Hold never prints its token (String, GoString and
 // slog all redact it); use Hold.Token only to hand the hold to another
-// process that resumes it with Client.HoldFromToken.
+// process that resumes it with Client.Resume.
 package holdfast
 
 //go:generate ../regen.sh

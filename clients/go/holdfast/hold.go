@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	pb "github.com/holdfast/holdfast/clients/go/holdfastpb"
@@ -30,19 +29,26 @@ func (h *Hold) tokenValue() string {
 	return h.token.v
 }
 
-// Hold is a granted hold on one or more resources of one partition. Its
-// fields never change; it is safe for concurrent use (extend it from one
-// goroutine while another confirms it).
+// Hold is a granted hold on a Target of one partition: Seats, or Units of
+// its pools; the one handle type for both. Its fields never change; it is
+// safe for concurrent use (extend it from one goroutine while another
+// confirms it).
 //
-// defer h.Close() gives the resources back on every path that does not
+// defer h.Close() gives the seats or units back on every path that does not
 // confirm (the client contract's scope exit; see Close).
 //
 // A Hold never prints its token; Token returns it for the rare case where
-// another process must resume the hold (see Client.HoldFromToken).
+// another process must resume the hold (see Client.Resume).
 type Hold struct {
 	Namespace string
 	Partition string
-	IDs       []string
+	// Target is what the hold covers (Seats or Units), a copy of the one
+	// asked for.
+	Target Target
+	// IDs are the seat ids (nil for units).
+	//
+	// Deprecated: use Hold.Target, a Seats for a hold of seats.
+	IDs []string
 	// Segment is the journey segment the hold covers (zero when none): its
 	// Extend, Release, Confirm, Status and Close act on the same legs.
 	Segment Segment
@@ -64,6 +70,19 @@ type Hold struct {
 	st     *holdState // released/confirmed, lost; behind a pointer so Hold values copy
 }
 
+// newHold is a Hold on its own copy of target, not yet granted.
+func newHold(c *Client, namespace, partition string, target Target, seg Segment, token string) *Hold {
+	h := &Hold{Namespace: namespace, Partition: partition, Segment: seg,
+		client: c, token: newSecret(token), st: newHoldState()}
+	if target != nil {
+		h.Target = target.clone()
+	}
+	if s, ok := h.Target.(Seats); ok {
+		h.IDs = s
+	}
+	return h
+}
+
 // Token returns the hold's secret ownership proof. Keep it out of logs,
 // URLs and error messages.
 func (h *Hold) Token() string { return h.tokenValue() }
@@ -78,8 +97,8 @@ func (h Hold) String() string {
 	if h.Session {
 		sess = " session"
 	}
-	return fmt.Sprintf("hold %s/%s[%s]%s fence=%d ttl=%s%s", h.Namespace, h.Partition,
-		strings.Join(h.IDs, ","), seg, h.Fence, h.TTL, sess)
+	return fmt.Sprintf("hold %s/%s[%v]%s fence=%d ttl=%s%s", h.Namespace, h.Partition,
+		h.Target, seg, h.Fence, h.TTL, sess)
 }
 
 // GoString keeps %#v from dumping the token.
@@ -90,7 +109,12 @@ func (h Hold) LogValue() slog.Value {
 	attrs := []slog.Attr{
 		slog.String("namespace", h.Namespace),
 		slog.String("partition", h.Partition),
-		slog.Any("ids", h.IDs),
+	}
+	switch t := h.Target.(type) {
+	case Seats:
+		attrs = append(attrs, slog.Any("ids", []string(t)))
+	case Units:
+		attrs = append(attrs, slog.String("units", t.String()))
 	}
 	if !h.Segment.IsZero() {
 		attrs = append(attrs, slog.String("segment", h.Segment.String()))
@@ -109,34 +133,47 @@ func ttlMs(ttl time.Duration) uint32 {
 	return timeoutMs(ttl)
 }
 
-// Hold takes an expiring hold on ids of one partition, all or nothing.
-// ttl 0 means the namespace's default TTL. Options:
+// Hold takes an expiring hold on target, all or nothing: Seats of the
+// partition, or Units of its pools (a namespace of kind "pools"). ttl 0
+// means the namespace's default TTL. Options:
 //
-//   - WithSegment(from, to) holds legs from .. to-1 of each id, in a
+//   - WithSegment(from, to) holds legs from .. to-1 of each seat, in a
 //     namespace with max_legs (and only there);
-//   - WithSession() binds the hold to the client's connection: the daemon
-//     renews it and releases it when the connection closes (ttl must be 0);
-//     WithOnLost(f) is told if it is lost;
-//   - WithWait(d) waits in line up to d while another token holds an id.
+//   - WithSession() binds a hold of seats to the client's connection: the
+//     daemon renews it and releases it when the connection closes (ttl must
+//     be 0); WithOnLost(f) is told if it is lost. Refused for Units
+//     (ErrInvalidArgument, field "session", nothing sent): holdfastd keeps
+//     session holds of seats only;
+//   - WithWait(d) waits in line up to d while another token holds a seat or
+//     the units asked for.
 //
 // For example:
 //
-//	h, err := c.Hold(ctx, "seat", "show-7", []string{"E7", "E8"}, 0,
+//	h, err := c.Hold(ctx, "seat", "show-7", holdfast.Seats{"E7", "E8"}, 0,
 //		holdfast.WithSession(), holdfast.WithWait(5*time.Second))
 //	if err != nil { ... }
 //	defer h.Close()
 //
-// Errors to expect: ErrHeldByAnother (ResourceOf names the resource),
-// ErrConfirmed (already sold), ErrInvalidArgument, ErrNotFound (namespace),
-// ErrUnavailable / ErrDeadlineExceeded (nothing granted that you know of;
-// an unknown grant expires with its TTL, a session hold's with its session
-// TTL).
-func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []string, ttl time.Duration, opts ...RequestOption) (*Hold, error) {
+//	h, err := c.Hold(ctx, "ga", "show-7", holdfast.Units{"adult": 2, "child": 1}, 10*time.Minute)
+//
+// Errors to expect: ErrHeldByAnother (ResourceOf names the seat or pool;
+// for units: fewer free than asked, the rest held), ErrConfirmed (already
+// sold; for units: fewer left unsold than asked), ErrInvalidArgument,
+// ErrNotFound (namespace), ErrUnavailable / ErrDeadlineExceeded (nothing
+// granted that you know of; an unknown grant expires with its TTL, a
+// session hold's with its session TTL).
+func (c *Client) Hold(ctx context.Context, namespace, partition string, target Target, ttl time.Duration, opts ...RequestOption) (*Hold, error) {
 	const op = "hold"
 	o := collect(opts)
+	if _, units := target.(Units); units && o.session {
+		// The daemon would grant a plain hold with the default TTL instead.
+		return nil, &Error{Op: op, Code: CodeInvalidArgument, Field: "session",
+			Message: "holdfastd keeps session holds of seats only, not of pools: hold units with a TTL and extend it"}
+	}
+	f := fieldsOf(target)
 	resp, cn, err := c.callOn(ctx, op, &pb.Request{Method: &pb.Request_Hold{Hold: &pb.HoldRequest{
-		Namespace: namespace, Partition: partition, Ids: ids, TtlMs: ttlMs(ttl), Segment: o.segment.wire(),
-		Session: o.session,
+		Namespace: namespace, Partition: partition, Ids: f.ids, Units: f.units, TtlMs: ttlMs(ttl),
+		Segment: o.segment.wire(), Session: o.session,
 	}}}, o.wait)
 	if err != nil {
 		return nil, err
@@ -145,18 +182,10 @@ func (c *Client) Hold(ctx context.Context, namespace, partition string, ids []st
 	if r == nil {
 		return nil, malformed(op, resp)
 	}
-	h := &Hold{
-		Namespace: namespace,
-		Partition: partition,
-		IDs:       append([]string(nil), ids...),
-		Segment:   o.segment,
-		Fence:     r.GetFence(),
-		TTL:       time.Duration(r.GetTtlMs()) * time.Millisecond,
-		Degraded:  resp.GetDegraded(),
-		client:    c,
-		token:     newSecret(r.GetToken()),
-		st:        newHoldState(),
-	}
+	h := newHold(c, namespace, partition, target, o.segment, r.GetToken())
+	h.Fence = r.GetFence()
+	h.TTL = time.Duration(r.GetTtlMs()) * time.Millisecond
+	h.Degraded = resp.GetDegraded()
 	// A degraded answer (best_effort without Redis) holds nothing: there is
 	// no session to keep.
 	if o.session && !h.Degraded {
@@ -176,6 +205,15 @@ func lostCallback(h SessionHold, f func(SessionHold, error)) func(error) {
 	return func(err error) { f(h, err) }
 }
 
+// Resume returns the Hold for a token received elsewhere (e.g. the checkout
+// request after the seat-picking one, or a stored order), for the same
+// target. Nothing is sent to the daemon; Fence and TTL are zero. Pass the
+// hold's WithSegment when it was taken with one. The result is a plain
+// hold: a session hold lives and dies with the connection that took it.
+func (c *Client) Resume(namespace, partition string, target Target, token string, opts ...RequestOption) *Hold {
+	return newHold(c, namespace, partition, target, collect(opts).segment, token)
+}
+
 // Lost returns why a session hold was lost: the daemon reported it (the
 // code says why: ErrNotHeld, ErrHeldByAnother, ErrConfirmed), or its
 // connection ended (ErrUnavailable; it also matches ErrClosed after
@@ -189,24 +227,16 @@ func (h *Hold) Lost() error { return h.st.lost() }
 // blocks forever in a select.
 func (h *Hold) Done() <-chan struct{} { return h.st.done() }
 
-// HoldFromToken rebuilds a Hold from its token, for a process that resumes
-// a hold taken elsewhere (e.g. the checkout request after the seat-picking
-// one). Nothing is sent to the daemon; Fence and TTL are zero. Pass the
-// hold's WithSegment when it was taken with one. The result is a plain hold:
-// a session hold lives and dies with the connection that took it.
-func (c *Client) HoldFromToken(namespace, partition string, ids []string, token string, opts ...RequestOption) *Hold {
-	return &Hold{Namespace: namespace, Partition: partition, IDs: append([]string(nil), ids...),
-		Segment: collect(opts).segment, client: c, token: newSecret(token), st: newHoldState()}
-}
-
 // Extend sets the hold's remaining TTL to ttl from now (0: the namespace's
-// default) and returns the TTL applied. ErrNotHeld means the hold expired;
-// ErrHeldByAnother that someone else holds a resource now.
-func (c *Client) Extend(ctx context.Context, h *Hold, ttl time.Duration) (time.Duration, error) {
+// default), for all its seats or pools or none, and returns the TTL applied.
+// ErrNotHeld means the hold expired; ErrHeldByAnother that someone else
+// holds a seat now.
+func (h *Hold) Extend(ctx context.Context, ttl time.Duration) (time.Duration, error) {
 	const op = "extend"
-	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Extend{Extend: &pb.ExtendRequest{
-		Namespace: h.Namespace, Partition: h.Partition, Ids: h.IDs, Token: h.tokenValue(), TtlMs: ttlMs(ttl),
-		Segment: h.Segment.wire(),
+	f := fieldsOf(h.Target)
+	resp, err := h.client.call(ctx, op, &pb.Request{Method: &pb.Request_Extend{Extend: &pb.ExtendRequest{
+		Namespace: h.Namespace, Partition: h.Partition, Ids: f.ids, Pools: f.pools, Token: h.tokenValue(),
+		TtlMs: ttlMs(ttl), Segment: h.Segment.wire(),
 	}}})
 	if err != nil {
 		return 0, err
@@ -218,14 +248,15 @@ func (c *Client) Extend(ctx context.Context, h *Hold, ttl time.Duration) (time.D
 	return time.Duration(r.GetTtlMs()) * time.Millisecond, nil
 }
 
-// Release gives the hold back and returns how many resources it released.
-// Resources no longer held by this token are left alone and reported as
-// ErrNotHeld or ErrHeldByAnother (with the count of those that were
-// released).
-func (c *Client) Release(ctx context.Context, h *Hold) (int, error) {
+// Release gives the hold back and returns how many it released: seats (one
+// per leg with a segment), or units. Seats no longer held by this token are
+// left alone and reported as ErrNotHeld or ErrHeldByAnother (with the count
+// of those that were released).
+func (h *Hold) Release(ctx context.Context) (int, error) {
 	const op = "release"
-	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Release{Release: &pb.ReleaseRequest{
-		Namespace: h.Namespace, Partition: h.Partition, Ids: h.IDs, Token: h.tokenValue(),
+	f := fieldsOf(h.Target)
+	resp, err := h.client.call(ctx, op, &pb.Request{Method: &pb.Request_Release{Release: &pb.ReleaseRequest{
+		Namespace: h.Namespace, Partition: h.Partition, Ids: f.ids, Pools: f.pools, Token: h.tokenValue(),
 		Segment: h.Segment.wire(),
 	}}})
 	n := int(resp.GetRelease().GetReleased())
@@ -255,7 +286,7 @@ func (h *Hold) Close() error {
 	if h.st.isFinished() {
 		return nil
 	}
-	_, err := h.client.Release(context.Background(), h)
+	_, err := h.Release(context.Background())
 	switch {
 	case err == nil:
 		return nil
@@ -266,23 +297,39 @@ func (h *Hold) Close() error {
 	return err
 }
 
-// Extend is c.Extend(ctx, h, ttl).
-func (h *Hold) Extend(ctx context.Context, ttl time.Duration) (time.Duration, error) {
-	return h.client.Extend(ctx, h, ttl)
+// Confirm turns the hold into a sale recorded in PostgreSQL: a claim per
+// seat, or exactly the units held. It is safe to retry with the same
+// IdempotencyKey when the outcome is unknown (ErrUnavailable,
+// ErrDeadlineExceeded): a confirm that already committed answers again with
+// Replayed set.
+//
+// Errors to expect: ErrConflict (PostgreSQL refused: someone else claimed a
+// seat, or a pool's capacity is reached; nothing was sold), ErrHoldLost (the
+// hold expired or was taken over), ErrStale, ErrIdempotencyMismatch (key
+// reused for a different request), ErrInvalidArgument (units: not exactly
+// those held), ErrFailedPrecondition (namespace not confirmable).
+func (h *Hold) Confirm(ctx context.Context, opts ConfirmOptions) (*ConfirmResult, error) {
+	const op = "confirm"
+	f := fieldsOf(h.Target)
+	resp, err := h.client.call(ctx, op, &pb.Request{Method: &pb.Request_Confirm{Confirm: &pb.ConfirmRequest{
+		Namespace: h.Namespace, Partition: h.Partition, Ids: f.ids, Units: f.units, Token: h.tokenValue(),
+		IdempotencyKey: opts.IdempotencyKey, Reference: opts.Reference, Payload: opts.Payload,
+		Segment: h.Segment.wire(),
+	}}})
+	if err != nil {
+		return nil, err
+	}
+	r := resp.GetConfirm()
+	if r == nil {
+		return nil, malformed(op, resp)
+	}
+	h.st.finish()
+	return confirmResult(r), nil
 }
 
-// Release is c.Release(ctx, h).
-func (h *Hold) Release(ctx context.Context) (int, error) {
-	return h.client.Release(ctx, h)
-}
-
-// Confirm is c.Confirm(ctx, h, opts).
-func (h *Hold) Confirm(ctx context.Context, opts ConfirmOptions) (*Confirmation, error) {
-	return h.client.Confirm(ctx, h, opts)
-}
-
-// Status reports the hold's resources, with Owned set for those this hold
-// still owns. Diagnostic only.
-func (h *Hold) Status(ctx context.Context) ([]ResourceStatus, error) {
-	return h.client.status(ctx, h.Namespace, h.Partition, h.IDs, h.tokenValue(), h.Segment)
+// Status reports the hold's seats (Resources, Owned set for those this hold
+// still owns) or pools (Pools, with Owned and TTL for this hold's units).
+// Diagnostic only.
+func (h *Hold) Status(ctx context.Context) (*StatusResult, error) {
+	return h.client.status(ctx, h.Namespace, h.Partition, h.Target, h.tokenValue(), h.Segment)
 }

@@ -24,14 +24,14 @@ func skipIfNoPools(t *testing.T, err error) {
 
 func poolState(t *testing.T, c *Client, part, pool string) PoolStatus {
 	t.Helper()
-	st, err := c.PoolStatus(ctxT(t, 5*time.Second), poolNS, part, []string{pool})
+	st, err := c.Status(ctxT(t, 5*time.Second), poolNS, part, Units{pool: 0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 1 || st[0].Pool != pool {
+	if len(st.Pools) != 1 || st.Pools[0].Pool != pool || st.Resources != nil {
 		t.Fatalf("pool status: %+v", st)
 	}
-	return st[0]
+	return st.Pools[0]
 }
 
 // poolsWith sets the capacities and returns a client and a fresh partition.
@@ -40,7 +40,7 @@ func poolsWith(t *testing.T, caps map[string]uint64) (*Client, string) {
 	c := liveClient(t)
 	part := partitionFor(t)
 	for pool, n := range caps {
-		got, err := c.SetCapacity(ctxT(t, 10*time.Second), poolNS, part, pool, n)
+		got, err := c.Admin().SetCapacity(ctxT(t, 10*time.Second), poolNS, part, pool, n)
 		skipIfNoPools(t, err)
 		if err != nil {
 			t.Fatal(err)
@@ -65,7 +65,7 @@ func TestLivePoolsCapacity(t *testing.T) {
 		t.Fatalf("capacity: %+v", capy)
 	}
 	// The partition's default: every pool without a capacity of its own.
-	def, err := c.SetDefaultCapacity(ctx, poolNS, part, 1)
+	def, err := c.Admin().SetDefaultCapacity(ctx, poolNS, part, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,10 +80,10 @@ func TestLivePoolsCapacity(t *testing.T) {
 		t.Fatalf("with a default: %+v", capy)
 	}
 	// Raised and lowered at will while nothing is sold.
-	if got, err := c.SetCapacity(ctx, poolNS, part, "adult", 4995); err != nil || got.Capacity != 4995 {
+	if got, err := c.Admin().SetCapacity(ctx, poolNS, part, "adult", 4995); err != nil || got.Capacity != 4995 {
 		t.Fatalf("lower: %+v %v", got, err)
 	}
-	if _, err := c.SetCapacity(ctx, poolNS, part, "bad pool", 1); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := c.Admin().SetCapacity(ctx, poolNS, part, "bad pool", 1); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("bad pool name: want ErrInvalidArgument, got %v", err)
 	}
 }
@@ -93,13 +93,13 @@ func TestLivePoolsAllOrNothingAndStatus(t *testing.T) {
 	other := liveClient(t)
 	ctx := ctxT(t, 10*time.Second)
 
-	kid, err := other.HoldUnits(ctx, poolNS, part, []Units{{"child", 1}}, time.Minute)
+	kid, err := other.Hold(ctx, poolNS, part, Units{"child": 1}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The last child unit is held by another: nothing is taken, not even
 	// the adults' units.
-	_, err = c.HoldUnits(ctx, poolNS, part, []Units{{"adult", 2}, {"child", 1}}, time.Minute)
+	_, err = c.Hold(ctx, poolNS, part, Units{"adult": 2, "child": 1}, time.Minute)
 	if !errors.Is(err, ErrHeldByAnother) || ResourceOf(err) != "child" {
 		t.Fatalf("want ErrHeldByAnother naming child, got %v", err)
 	}
@@ -110,7 +110,7 @@ func TestLivePoolsAllOrNothingAndStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	h, err := c.HoldUnits(ctx, poolNS, part, []Units{{"adult", 2}, {"child", 1}}, time.Minute)
+	h, err := c.Hold(ctx, poolNS, part, Units{"adult": 2, "child": 1}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,10 +122,10 @@ func TestLivePoolsAllOrNothingAndStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 2 {
+	if len(st.Pools) != 2 {
 		t.Fatalf("status: %+v", st)
 	}
-	a, k := st[0], st[1]
+	a, k := st.Pools[0], st.Pools[1]
 	if a.Pool != "adult" || a.Capacity != 10 || a.Sold != 0 || a.Held != 2 || a.Free != 8 || a.Owned != 2 ||
 		a.TTL <= 0 || a.TTL > time.Minute {
 		t.Fatalf("adult: %+v", a)
@@ -146,7 +146,7 @@ func TestLivePoolsAllOrNothingAndStatus(t *testing.T) {
 		t.Fatalf("extend after release: want ErrNotHeld, got %v", err)
 	}
 	// Ids in a pools namespace are refused.
-	if _, err := c.Hold(ctx, poolNS, part, []string{"E7"}, 0); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := c.Hold(ctx, poolNS, part, Seats{"E7"}, 0); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("ids in a pools namespace: want ErrInvalidArgument, got %v", err)
 	}
 }
@@ -154,16 +154,16 @@ func TestLivePoolsAllOrNothingAndStatus(t *testing.T) {
 func TestLivePoolsConfirmReplaySoldOutCancel(t *testing.T) {
 	c, part := poolsWith(t, map[string]uint64{"adult": 3, "child": 1})
 	ctx := ctxT(t, 20*time.Second)
-	units := []Units{{"adult", 2}, {"child", 1}}
+	units := Units{"adult": 2, "child": 1}
 	order := "order-" + part
 
-	h, err := c.HoldUnits(ctx, poolNS, part, units, time.Minute)
+	h, err := c.Hold(ctx, poolNS, part, units, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
 	// Confirm names exactly the units held.
-	wrong := c.PoolHoldFromToken(poolNS, part, []Units{{"adult", 1}, {"child", 1}}, h.Token())
+	wrong := c.Resume(poolNS, part, Units{"adult": 1, "child": 1}, h.Token())
 	if _, err := wrong.Confirm(ctx, ConfirmOptions{IdempotencyKey: order + ":wrong", Reference: order}); !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("confirm of other units: want ErrInvalidArgument, got %v", err)
 	}
@@ -191,14 +191,14 @@ func TestLivePoolsConfirmReplaySoldOutCancel(t *testing.T) {
 	}
 
 	// Sold out: fewer units left unsold than asked.
-	if _, err := c.HoldUnits(ctx, poolNS, part, []Units{{"child", 1}}, 0); !errors.Is(err, ErrConfirmed) || ResourceOf(err) != "child" {
+	if _, err := c.Hold(ctx, poolNS, part, Units{"child": 1}, 0); !errors.Is(err, ErrConfirmed) || ResourceOf(err) != "child" {
 		t.Fatalf("sold-out child: want ErrConfirmed naming child, got %v", err)
 	}
-	if _, err := c.HoldUnits(ctx, poolNS, part, []Units{{"adult", 2}}, 0); !errors.Is(err, ErrConfirmed) {
+	if _, err := c.Hold(ctx, poolNS, part, Units{"adult": 2}, 0); !errors.Is(err, ErrConfirmed) {
 		t.Fatalf("2 adults with 1 unsold: want ErrConfirmed, got %v", err)
 	}
 	// Never below what is sold.
-	_, err = c.SetCapacity(ctx, poolNS, part, "adult", 1)
+	_, err = c.Admin().SetCapacity(ctx, poolNS, part, "adult", 1)
 	var he *Error
 	if !errors.Is(err, ErrFailedPrecondition) || !errors.As(err, &he) || he.Field != "capacity" || he.ResourceID != "adult" {
 		t.Fatalf("capacity below sold: want ErrFailedPrecondition (capacity, adult), got %v", err)
@@ -206,17 +206,17 @@ func TestLivePoolsConfirmReplaySoldOutCancel(t *testing.T) {
 
 	// Cancel gives back units sold under the reference, all or none.
 	refund := CancelOptions{IdempotencyKey: order + ":refund-1", Reference: order}
-	res, err := c.CancelUnits(ctx, poolNS, part, []Units{{"adult", 1}}, refund)
+	res, err := c.Cancel(ctx, poolNS, part, Units{"adult": 1}, refund)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Cancelled != 1 || res.Replayed || !reflect.DeepEqual(res.Units, []Units{{"adult", 1}}) {
+	if res.Cancelled != 1 || res.Replayed || !reflect.DeepEqual(res.Units, Units{"adult": 1}) {
 		t.Fatalf("cancel: %+v", res)
 	}
-	if res, err := c.CancelUnits(ctx, poolNS, part, []Units{{"adult", 1}}, refund); err != nil || !res.Replayed || res.Cancelled != 1 {
+	if res, err := c.Cancel(ctx, poolNS, part, Units{"adult": 1}, refund); err != nil || !res.Replayed || res.Cancelled != 1 {
 		t.Fatalf("cancel replay: %+v %v", res, err)
 	}
-	_, err = c.CancelUnits(ctx, poolNS, part, []Units{{"adult", 5}}, CancelOptions{IdempotencyKey: order + ":refund-2", Reference: order})
+	_, err = c.Cancel(ctx, poolNS, part, Units{"adult": 5}, CancelOptions{IdempotencyKey: order + ":refund-2", Reference: order})
 	if !errors.Is(err, ErrNotFound) || ResourceOf(err) != "adult" {
 		t.Fatalf("cancel of more than was sold: want ErrNotFound naming adult, got %v", err)
 	}
@@ -224,7 +224,7 @@ func TestLivePoolsConfirmReplaySoldOutCancel(t *testing.T) {
 		t.Fatalf("adult after cancel: %+v", st)
 	}
 	// The unit given back can be held and sold again.
-	h2, err := c.HoldUnits(ctx, poolNS, part, []Units{{"adult", 2}}, 0)
+	h2, err := c.Hold(ctx, poolNS, part, Units{"adult": 2}, 0)
 	if err != nil {
 		t.Fatalf("hold after cancel: %v", err)
 	}
@@ -236,7 +236,7 @@ func TestLivePoolsConfirmReplaySoldOutCancel(t *testing.T) {
 func TestLivePoolConfirmAfterReleaseIsHoldLost(t *testing.T) {
 	c, part := poolsWith(t, map[string]uint64{"coupons": 30})
 	ctx := ctxT(t, 10*time.Second)
-	h, err := c.HoldUnits(ctx, poolNS, part, []Units{{"coupons", 1}}, time.Minute)
+	h, err := c.Hold(ctx, poolNS, part, Units{"coupons": 1}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

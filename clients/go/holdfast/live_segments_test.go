@@ -19,18 +19,18 @@ const segmentNamespace = "train"
 // legStates maps each leg of seat in from..to to its state.
 func legStates(t *testing.T, c *Client, part, seat string, from, to uint32) map[string]ResourceState {
 	t.Helper()
-	st, err := c.Status(ctxT(t, 5*time.Second), segmentNamespace, part, []string{seat}, WithSegment(from, to))
+	st, err := c.Status(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{seat}, WithSegment(from, to))
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]ResourceState{}
-	for _, r := range st {
+	for _, r := range st.Resources {
 		out[r.ID] = r.State
 	}
 	return out
 }
 
-func claimIDs(conf *Confirmation) []string {
+func claimIDs(conf *ConfirmResult) []string {
 	var ids []string
 	for _, cl := range conf.Claims {
 		ids = append(ids, cl.ResourceID)
@@ -40,9 +40,9 @@ func claimIDs(conf *Confirmation) []string {
 }
 
 // buy holds seat on from..to and confirms it under reference.
-func buy(t *testing.T, c *Client, part, seat string, from, to uint32, reference string) *Confirmation {
+func buy(t *testing.T, c *Client, part, seat string, from, to uint32, reference string) *ConfirmResult {
 	t.Helper()
-	h, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{seat}, 30*time.Second, WithSegment(from, to))
+	h, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{seat}, 30*time.Second, WithSegment(from, to))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestLiveSegmentsAdjacentTripsSellToTwoTravellers(t *testing.T) {
 	part := partitionFor(t)
 
 	// Seoul (0) -> Daejeon (2) for Alice, Daejeon (2) -> Busan (4) for Bob.
-	alice, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"E7"}, 30*time.Second, WithSegment(0, 2))
+	alice, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"E7"}, 30*time.Second, WithSegment(0, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +71,13 @@ func TestLiveSegmentsAdjacentTripsSellToTwoTravellers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 2 || st[0].ID != "E7@0" || st[1].ID != "E7@1" || !st[0].Owned || !st[1].Owned {
+	if len(st.Resources) != 2 || st.Resources[0].ID != "E7@0" || st.Resources[1].ID != "E7@1" || !st.Resources[0].Owned || !st.Resources[1].Owned {
 		t.Fatalf("alice's legs: %+v", st)
 	}
 	if ttl, err := alice.Extend(ctxT(t, 5*time.Second), time.Minute); err != nil || ttl != time.Minute {
 		t.Fatalf("extend: %v %v", ttl, err)
 	}
-	bob, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"E7"}, 30*time.Second, WithSegment(2, 4))
+	bob, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"E7"}, 30*time.Second, WithSegment(2, 4))
 	if err != nil {
 		t.Fatalf("adjacent trip refused: %v", err)
 	}
@@ -108,13 +108,13 @@ func TestLiveSegmentsOverlapIsRefusedNamingTheLeg(t *testing.T) {
 	c, other := liveClient(t), liveClient(t)
 	part := partitionFor(t)
 
-	carol, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"E7"}, 30*time.Second, WithSegment(0, 2))
+	carol, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"E7"}, 30*time.Second, WithSegment(0, 2))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer carol.Close()
 	// 1 -> 3 shares leg 1 with Carol's hold.
-	_, err = other.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"E7"}, 30*time.Second, WithSegment(1, 3))
+	_, err = other.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"E7"}, 30*time.Second, WithSegment(1, 3))
 	var he *Error
 	if !errors.As(err, &he) || he.Code != CodeHeldByAnother || he.ResourceID != "E7@1" {
 		t.Fatalf("overlap with a hold: want HELD_BY_ANOTHER on E7@1, got %v", err)
@@ -126,11 +126,11 @@ func TestLiveSegmentsOverlapIsRefusedNamingTheLeg(t *testing.T) {
 	if _, err := carol.Confirm(ctxT(t, 10*time.Second), ConfirmOptions{IdempotencyKey: "carol-" + part, Reference: "order-c"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = other.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"E7"}, 30*time.Second, WithSegment(1, 3))
+	_, err = other.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"E7"}, 30*time.Second, WithSegment(1, 3))
 	if !IsConfirmed(err) || ResourceOf(err) != "E7@1" {
 		t.Fatalf("overlap with a sale: want CONFIRMED on E7@1, got %v", err)
 	}
-	dave, err := other.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"E7"}, 30*time.Second, WithSegment(2, 3))
+	dave, err := other.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"E7"}, 30*time.Second, WithSegment(2, 3))
 	if err != nil {
 		t.Fatalf("the trip after hers: %v", err)
 	}
@@ -146,7 +146,7 @@ func TestLiveSegmentsCancelFreesOnlyItsLegs(t *testing.T) {
 	buy(t, c, part, "B2", 2, 4, "order-2")
 
 	// The reference is the one the confirm was made with.
-	res, err := c.Cancel(ctxT(t, 10*time.Second), segmentNamespace, part, []string{"B2"}, CancelOptions{
+	res, err := c.Cancel(ctxT(t, 10*time.Second), segmentNamespace, part, Seats{"B2"}, CancelOptions{
 		IdempotencyKey: "refund-" + part, Reference: first.Claims[0].Reference, Segment: Segment{FromStop: 0, ToStop: 2}})
 	if err != nil {
 		t.Fatal(err)
@@ -158,12 +158,12 @@ func TestLiveSegmentsCancelFreesOnlyItsLegs(t *testing.T) {
 	if got := legStates(t, c, part, "B2", 0, 4); !reflect.DeepEqual(got, want) {
 		t.Fatalf("legs after the cancel: %v", got)
 	}
-	again, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"B2"}, 30*time.Second, WithSegment(0, 2))
+	again, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"B2"}, 30*time.Second, WithSegment(0, 2))
 	if err != nil {
 		t.Fatalf("freed legs do not sell again: %v", err)
 	}
 	_ = again.Close()
-	if _, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"B2"}, 30*time.Second, WithSegment(1, 3)); !IsConfirmed(err) || ResourceOf(err) != "B2@2" {
+	if _, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"B2"}, 30*time.Second, WithSegment(1, 3)); !IsConfirmed(err) || ResourceOf(err) != "B2@2" {
 		t.Fatalf("the other order's legs: want CONFIRMED on B2@2, got %v", err)
 	}
 }
@@ -171,7 +171,7 @@ func TestLiveSegmentsCancelFreesOnlyItsLegs(t *testing.T) {
 func TestLiveSegmentsCloseReleasesTheHoldsLegs(t *testing.T) {
 	c := liveClient(t)
 	part := partitionFor(t)
-	h, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"C3", "C4"}, 30*time.Second, WithSegment(5, 8))
+	h, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"C3", "C4"}, 30*time.Second, WithSegment(5, 8))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestLiveSegmentsCloseReleasesTheHoldsLegs(t *testing.T) {
 			}
 		}
 	}
-	h2, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, []string{"C3"}, 30*time.Second, WithSegment(0, 3))
+	h2, err := c.Hold(ctxT(t, 5*time.Second), segmentNamespace, part, Seats{"C3"}, 30*time.Second, WithSegment(0, 3))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestLiveSegmentsRequiredWithLegsRefusedElsewhere(t *testing.T) {
 		{segmentNamespace, []RequestOption{WithSegment(3, 2)}}, // backwards
 	}
 	for _, tc := range cases {
-		_, err := c.Hold(context.Background(), tc.ns, part, []string{"E7"}, 30*time.Second, tc.opts...)
+		_, err := c.Hold(context.Background(), tc.ns, part, Seats{"E7"}, 30*time.Second, tc.opts...)
 		var he *Error
 		if !errors.As(err, &he) || he.Code != CodeInvalidArgument || he.Field != "segment" {
 			t.Fatalf("%s %v: want INVALID_ARGUMENT on segment, got %v", tc.ns, tc.opts, err)

@@ -16,14 +16,14 @@ const sessionTTL = 5 * time.Second
 
 func seatStatusOf(t *testing.T, c *Client, part, id string) ResourceStatus {
 	t.Helper()
-	st, err := c.Status(ctxT(t, 5*time.Second), testNamespace(), part, []string{id})
+	st, err := c.Status(ctxT(t, 5*time.Second), testNamespace(), part, Seats{id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 1 {
+	if len(st.Resources) != 1 {
 		t.Fatalf("status: %v", st)
 	}
-	return st[0]
+	return st.Resources[0]
 }
 
 func TestLiveSessionHoldRenewedWhileIdle(t *testing.T) {
@@ -32,7 +32,7 @@ func TestLiveSessionHoldRenewedWhileIdle(t *testing.T) {
 	other := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
 
-	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"S1", "S2"}, 0, WithSession())
+	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"S1", "S2"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,12 +50,12 @@ func TestLiveSessionHoldRenewedWhileIdle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range st {
+	for _, r := range st.Resources {
 		if r.State != StateHeld || !r.Owned || r.TTL <= 0 || r.TTL > sessionTTL {
 			t.Fatalf("after %s idle: %+v", 3*sessionTTL, r)
 		}
 	}
-	if _, err := other.Hold(ctxT(t, 5*time.Second), ns, part, []string{"S2"}, 0); !errors.Is(err, ErrHeldByAnother) {
+	if _, err := other.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"S2"}, 0); !errors.Is(err, ErrHeldByAnother) {
 		t.Fatalf("another client's hold on S2: want ErrHeldByAnother, got %v", err)
 	}
 	// Released through its own connection: gone at once, and never
@@ -83,7 +83,7 @@ func TestLiveSessionHoldFreedWhenClientCloses(t *testing.T) {
 	watcher := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
 
-	h, err := holder.Hold(ctxT(t, 5*time.Second), ns, part, []string{"K1"}, 0, WithSession())
+	h, err := holder.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"K1"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestLiveSessionHoldLostIsReported(t *testing.T) {
 	ns, part := testNamespace(), partitionFor(t)
 
 	reported := make(chan error, 1)
-	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"L1", "L2"}, 0, WithSession(),
+	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"L1", "L2"}, 0, WithSession(),
 		WithOnLost(func(_ SessionHold, err error) { reported <- err }))
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestLiveSessionHoldLostIsReported(t *testing.T) {
 	// the keys gone at its next renewal (within a third of the session TTL)
 	// and reports the hold lost.
 	released := time.Now()
-	if n, err := other.HoldFromToken(ns, part, h.IDs, h.Token()).Release(ctxT(t, 5*time.Second)); err != nil || n != 2 {
+	if n, err := other.Resume(ns, part, h.Target, h.Token()).Release(ctxT(t, 5*time.Second)); err != nil || n != 2 {
 		t.Fatalf("release from another client: %d %v", n, err)
 	}
 	var lost error
@@ -163,7 +163,7 @@ func TestLiveSessionHoldLostIsReported(t *testing.T) {
 
 func TestLiveSessionHoldRefusesATTL(t *testing.T) {
 	c := liveClient(t)
-	_, err := c.Hold(ctxT(t, 5*time.Second), testNamespace(), partitionFor(t), []string{"T1"}, time.Minute, WithSession())
+	_, err := c.Hold(ctxT(t, 5*time.Second), testNamespace(), partitionFor(t), Seats{"T1"}, time.Minute, WithSession())
 	if !errors.Is(err, ErrInvalidArgument) {
 		t.Fatalf("session hold with a TTL: want ErrInvalidArgument, got %v", err)
 	}

@@ -23,22 +23,22 @@ func invalidField(t *testing.T, err error, field string) {
 
 func seatState(t *testing.T, c *Client, part, id string) ResourceState {
 	t.Helper()
-	st, err := c.Status(ctxT(t, 5*time.Second), testNamespace(), part, []string{id})
+	st, err := c.Status(ctxT(t, 5*time.Second), testNamespace(), part, Seats{id})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 1 || st[0].ID != id {
+	if len(st.Resources) != 1 || st.Resources[0].ID != id {
 		t.Fatalf("status of %q: %+v", id, st)
 	}
-	return st[0].State
+	return st.Resources[0].State
 }
 
 func TestLiveNulInAnIDIsRefusedAndTakesNothing(t *testing.T) {
 	c := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
-	_, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"E\x007"}, 30*time.Second)
+	_, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"E\x007"}, 30*time.Second)
 	invalidField(t, err, "ids[0]")
-	_, err = c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"F1", "E\x007"}, 30*time.Second)
+	_, err = c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"F1", "E\x007"}, 30*time.Second)
 	invalidField(t, err, "ids[1]")
 	// Not cut at the NUL ("E"), and nothing else of the request taken.
 	for _, id := range []string{"E", "7", "F1"} {
@@ -51,7 +51,7 @@ func TestLiveNulInAnIDIsRefusedAndTakesNothing(t *testing.T) {
 func TestLiveNulInAnIdempotencyKeyIsRefused(t *testing.T) {
 	c := liveClient(t)
 	part := partitionFor(t)
-	h, err := c.Hold(ctxT(t, 5*time.Second), testNamespace(), part, []string{"E"}, 30*time.Second)
+	h, err := c.Hold(ctxT(t, 5*time.Second), testNamespace(), part, Seats{"E"}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestLiveNulInAnIdempotencyKeyIsRefused(t *testing.T) {
 	invalidField(t, err, "idempotency_key")
 	// Nothing written: still held by this hold, not sold ...
 	st, err := h.Status(ctxT(t, 5*time.Second))
-	if err != nil || len(st) != 1 || st[0].State != StateHeld || !st[0].Owned {
+	if err != nil || len(st.Resources) != 1 || st.Resources[0].State != StateHeld || !st.Resources[0].Owned {
 		t.Fatalf("after the refused confirm: %+v %v", st, err)
 	}
 	// ... and the key cut at the NUL was never stored: a confirm under it is a first one.
@@ -77,7 +77,7 @@ func TestLiveNulInAnIdempotencyKeyIsRefused(t *testing.T) {
 func TestLiveNulInACancelReferenceIsRefused(t *testing.T) {
 	c := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
-	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"E"}, 30*time.Second)
+	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"E"}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,13 +86,13 @@ func TestLiveNulInACancelReferenceIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	refund := "refund-" + part
-	_, err = c.Cancel(ctxT(t, 10*time.Second), ns, part, []string{"E"}, CancelOptions{IdempotencyKey: refund, Reference: "order-1\x00x"})
+	_, err = c.Cancel(ctxT(t, 10*time.Second), ns, part, Seats{"E"}, CancelOptions{IdempotencyKey: refund, Reference: "order-1\x00x"})
 	invalidField(t, err, "reference")
 	if s := seatState(t, c, part, "E"); s != StateConfirmed {
 		t.Fatalf("after the refused cancel E is %v", s)
 	}
 	// The refused cancel stored nothing under its key: the real one is not a replay.
-	res, err := c.Cancel(ctxT(t, 10*time.Second), ns, part, []string{"E"}, CancelOptions{IdempotencyKey: refund, Reference: "order-1"})
+	res, err := c.Cancel(ctxT(t, 10*time.Second), ns, part, Seats{"E"}, CancelOptions{IdempotencyKey: refund, Reference: "order-1"})
 	if err != nil || res.Cancelled != 1 || res.Replayed {
 		t.Fatalf("cancel: %+v %v", res, err)
 	}

@@ -222,7 +222,7 @@ func TestLiveHealth(t *testing.T) {
 func TestLiveHoldExtendRelease(t *testing.T) {
 	c := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
-	ids := []string{"E7", "E8", "E9"}
+	ids := Seats{"E7", "E8", "E9"}
 
 	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, ids, 30*time.Second)
 	if err != nil {
@@ -243,10 +243,10 @@ func TestLiveHoldExtendRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 3 {
+	if len(st.Resources) != 3 {
 		t.Fatalf("status: want 3 resources, got %v", st)
 	}
-	for _, r := range st {
+	for _, r := range st.Resources {
 		if r.State != StateHeld || !r.Owned || r.TTL <= 0 || r.TTL > 30*time.Second {
 			t.Fatalf("status of %s: %+v", r.ID, r)
 		}
@@ -263,7 +263,7 @@ func TestLiveHoldExtendRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range st {
+	for _, r := range st.Resources {
 		if r.TTL <= 30*time.Second || r.Owned { // Owned needs the token
 			t.Fatalf("after extend, status of %s: %+v", r.ID, r)
 		}
@@ -283,7 +283,7 @@ func TestLiveHoldExtendRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range st {
+	for _, r := range st.Resources {
 		if r.State != StateFree {
 			t.Fatalf("after release, %s is %v", r.ID, r.State)
 		}
@@ -292,12 +292,12 @@ func TestLiveHoldExtendRelease(t *testing.T) {
 
 func TestLiveInvalidArgument(t *testing.T) {
 	c := liveClient(t)
-	_, err := c.Hold(ctxT(t, 5*time.Second), testNamespace(), partitionFor(t), []string{"E7", "bad id"}, 0)
+	_, err := c.Hold(ctxT(t, 5*time.Second), testNamespace(), partitionFor(t), Seats{"E7", "bad id"}, 0)
 	var he *Error
 	if !errors.As(err, &he) || he.Code != CodeInvalidArgument || he.Field == "" {
 		t.Fatalf("want INVALID_ARGUMENT naming a field, got %v", err)
 	}
-	if _, err := c.Hold(ctxT(t, 5*time.Second), "no-such-namespace", partitionFor(t), []string{"E7"}, 0); !errors.Is(err, ErrNotFound) {
+	if _, err := c.Hold(ctxT(t, 5*time.Second), "no-such-namespace", partitionFor(t), Seats{"E7"}, 0); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("unknown namespace: want ErrNotFound, got %v", err)
 	}
 }
@@ -305,7 +305,7 @@ func TestLiveInvalidArgument(t *testing.T) {
 func TestLiveContention(t *testing.T) {
 	a, b := liveClient(t), liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
-	ids := []string{"E7", "E8", "E9"}
+	ids := Seats{"E7", "E8", "E9"}
 
 	// Two holders race for the same seats: exactly one wins.
 	type result struct {
@@ -338,7 +338,7 @@ func TestLiveContention(t *testing.T) {
 	}
 
 	// All or nothing: a hold overlapping a held seat takes none of them.
-	e8, err := a.Hold(ctxT(t, 5*time.Second), ns, part, []string{"E8"}, 30*time.Second)
+	e8, err := a.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"E8"}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -351,17 +351,17 @@ func TestLiveContention(t *testing.T) {
 	if he.CorrelationID != "go-contention-check" {
 		t.Fatalf("correlation id not echoed: %q", he.CorrelationID)
 	}
-	st, err := b.Status(ctxT(t, 5*time.Second), ns, part, []string{"E7", "E9"})
+	st, err := b.Status(ctxT(t, 5*time.Second), ns, part, Seats{"E7", "E9"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range st {
+	for _, r := range st.Resources {
 		if r.State != StateFree {
 			t.Fatalf("failed all-or-nothing hold left %s %v", r.ID, r.State)
 		}
 	}
 	// Another token cannot release or extend it.
-	stranger := b.HoldFromToken(ns, part, []string{"E8"}, "1.AAAAAAAAAAAAAAAAAAAAAA")
+	stranger := b.Resume(ns, part, Seats{"E8"}, "1.AAAAAAAAAAAAAAAAAAAAAA")
 	if _, err := stranger.Release(ctxT(t, 5*time.Second)); err == nil {
 		t.Fatal("a stranger's token released the hold")
 	}
@@ -381,7 +381,7 @@ func TestLiveContention(t *testing.T) {
 func TestLiveExpiry(t *testing.T) {
 	c := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
-	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"A1"}, 100*time.Millisecond)
+	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"A1"}, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -389,7 +389,7 @@ func TestLiveExpiry(t *testing.T) {
 	if _, err := h.Extend(ctxT(t, 5*time.Second), time.Minute); !errors.Is(err, ErrNotHeld) {
 		t.Fatalf("extend of an expired hold: want ErrNotHeld, got %v", err)
 	}
-	h2, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"A1"}, time.Minute)
+	h2, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"A1"}, time.Minute)
 	if err != nil {
 		t.Fatalf("hold after expiry: %v", err)
 	}
@@ -407,7 +407,7 @@ func TestLiveManyInFlightOnOneConnection(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			h, err := c.Hold(ctxT(t, 10*time.Second), ns, part, []string{fmt.Sprintf("S%d", i)}, 30*time.Second)
+			h, err := c.Hold(ctxT(t, 10*time.Second), ns, part, Seats{fmt.Sprintf("S%d", i)}, 30*time.Second)
 			if err != nil {
 				errs <- err
 				return
@@ -446,7 +446,7 @@ func skipIfConfirmUnavailable(t *testing.T, err error) {
 func TestLiveConfirmAndIdempotentRetry(t *testing.T) {
 	c := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
-	ids := []string{"E7", "E8", "E9"}
+	ids := Seats{"E7", "E8", "E9"}
 	key := "order-" + part
 
 	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, ids, 30*time.Second)
@@ -485,7 +485,7 @@ func TestLiveConfirmAndIdempotentRetry(t *testing.T) {
 	}
 
 	// Sold seats cannot be held.
-	if _, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"E8"}, 0); !errors.Is(err, ErrConfirmed) {
+	if _, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"E8"}, 0); !errors.Is(err, ErrConfirmed) {
 		t.Fatalf("hold on a confirmed seat: want ErrConfirmed, got %v", err)
 	}
 
@@ -513,7 +513,7 @@ func TestLiveConfirmAndIdempotentRetry(t *testing.T) {
 func TestLiveConfirmAfterReleaseIsHoldLost(t *testing.T) {
 	c := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
-	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"B1"}, 30*time.Second)
+	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"B1"}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,12 +534,12 @@ func TestLiveDeadlineExceeded(t *testing.T) {
 	t.Run("expired before sending", func(t *testing.T) {
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Millisecond))
 		defer cancel()
-		_, err := c.Hold(ctx, ns, part, []string{"D1"}, 0)
+		_, err := c.Hold(ctx, ns, part, Seats{"D1"}, 0)
 		if !errors.Is(err, ErrDeadlineExceeded) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("want ErrDeadlineExceeded, got %v", err)
 		}
-		st, err := c.Status(ctxT(t, 5*time.Second), ns, part, []string{"D1"})
-		if err != nil || st[0].State != StateFree {
+		st, err := c.Status(ctxT(t, 5*time.Second), ns, part, Seats{"D1"})
+		if err != nil || st.Resources[0].State != StateFree {
 			t.Fatalf("a request that missed its deadline before sending took a hold: %v %v", st, err)
 		}
 	})
@@ -562,7 +562,7 @@ func TestLiveDeadlineExceeded(t *testing.T) {
 			}
 		}
 		defer thaw()
-		_, err := c.Hold(ctxT(t, 300*time.Millisecond), ns, part, []string{"D2"}, 30*time.Second)
+		_, err := c.Hold(ctxT(t, 300*time.Millisecond), ns, part, Seats{"D2"}, 30*time.Second)
 		if !errors.Is(err, ErrDeadlineExceeded) {
 			t.Fatalf("want ErrDeadlineExceeded from a frozen daemon, got %v", err)
 		}
@@ -610,7 +610,7 @@ func TestLiveDaemonRestart(t *testing.T) {
 	managed(t)
 	ns, part := testNamespace(), partitionFor(t)
 
-	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, []string{"R1"}, 30*time.Second)
+	h, err := c.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"R1"}, 30*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +630,7 @@ func TestLiveDaemonRestart(t *testing.T) {
 		t.Fatalf("daemon not ready after restart: %v", err)
 	}
 	// Same Client, new connection under the hood.
-	h2, err := c.Hold(ctxT(t, 10*time.Second), ns, part, []string{"R2"}, 30*time.Second)
+	h2, err := c.Hold(ctxT(t, 10*time.Second), ns, part, Seats{"R2"}, 30*time.Second)
 	if err != nil {
 		t.Fatalf("hold after restart: %v", err)
 	}
@@ -645,7 +645,7 @@ func TestLiveClosedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	_, err := c.Hold(ctxT(t, 5*time.Second), testNamespace(), partitionFor(t), []string{"C1"}, 0)
+	_, err := c.Hold(ctxT(t, 5*time.Second), testNamespace(), partitionFor(t), Seats{"C1"}, 0)
 	if !errors.Is(err, ErrClosed) || !strings.Contains(err.Error(), "closed") {
 		t.Fatalf("want ErrClosed, got %v", err)
 	}

@@ -15,7 +15,7 @@ func TestLiveWaitInLineIsGrantedWhenTheHolderReleases(t *testing.T) {
 	b := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
 
-	first, err := a.Hold(ctxT(t, 5*time.Second), ns, part, []string{"W1", "W2"}, time.Minute)
+	first, err := a.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"W1", "W2"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func TestLiveWaitInLineIsGrantedWhenTheHolderReleases(t *testing.T) {
 		released <- err
 	}()
 	start := time.Now()
-	second, err := b.Hold(ctxT(t, 10*time.Second), ns, part, []string{"W2"}, 0, WithSession(), WithWait(3*time.Second))
+	second, err := b.Hold(ctxT(t, 10*time.Second), ns, part, Seats{"W2"}, 0, WithSession(), WithWait(3*time.Second))
 	waited := time.Since(start)
 	if err != nil {
 		t.Fatalf("hold WithWait(3s) after %s: %v", waited, err)
@@ -49,13 +49,13 @@ func TestLiveWaitThatRunsOutIsHeldByAnother(t *testing.T) {
 	b := liveClient(t)
 	ns, part := testNamespace(), partitionFor(t)
 
-	h, err := a.Hold(ctxT(t, 5*time.Second), ns, part, []string{"W3"}, time.Minute)
+	h, err := a.Hold(ctxT(t, 5*time.Second), ns, part, Seats{"W3"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
 	start := time.Now()
-	_, err = b.Hold(ctxT(t, 10*time.Second), ns, part, []string{"W3"}, time.Minute, WithWait(600*time.Millisecond))
+	_, err = b.Hold(ctxT(t, 10*time.Second), ns, part, Seats{"W3"}, time.Minute, WithWait(600*time.Millisecond))
 	waited := time.Since(start)
 	if !errors.Is(err, ErrHeldByAnother) || ResourceOf(err) != "W3" {
 		t.Fatalf("after %s: want ErrHeldByAnother naming W3, got %v", waited, err)
@@ -66,7 +66,7 @@ func TestLiveWaitThatRunsOutIsHeldByAnother(t *testing.T) {
 	}
 	// Nothing changed hands.
 	st, err := h.Status(ctxT(t, 5*time.Second))
-	if err != nil || len(st) != 1 || !st[0].Owned {
+	if err != nil || len(st.Resources) != 1 || !st.Resources[0].Owned {
 		t.Fatalf("the first hold after the wait: %+v %v", st, err)
 	}
 }

@@ -19,7 +19,8 @@ type ConfirmOptions struct {
 	Payload []byte
 }
 
-// Claim is one confirmed resource as PostgreSQL recorded it.
+// Claim is one claimed seat (or leg) in a ConfirmResult, as PostgreSQL
+// recorded it.
 type Claim struct {
 	ResourceID  string
 	Fence       uint64
@@ -27,82 +28,81 @@ type Claim struct {
 	ConfirmedAt time.Time
 }
 
-// Confirmation is the result of a Confirm.
-type Confirmation struct {
-	Fence  uint64
-	Claims []Claim
+// ConfirmResult is the answer of a Confirm.
+type ConfirmResult struct {
+	Fence uint64
 	// Replayed is true when this answer repeats an earlier identical
 	// confirm with the same idempotency key (a retry that found it done).
 	Replayed bool
+	// Claims are the seats claimed (one per leg with a segment); nil for
+	// units.
+	Claims []Claim
+	// Units are the units sold; nil for seats.
+	Units Units
+	// ConfirmedAt is when the sale was committed (for seats, the claims'
+	// time; zero if the daemon did not say).
+	ConfirmedAt time.Time
 }
 
-// Confirm turns the hold into a durable claim in PostgreSQL. It is safe to
-// retry with the same IdempotencyKey when the outcome is unknown
-// (ErrUnavailable, ErrDeadlineExceeded): a confirm that already committed
-// answers again with Replayed set.
-//
-// Errors to expect: ErrConflict (someone else claimed a resource: nothing
-// was claimed), ErrHoldLost (the hold expired or was taken over),
-// ErrStale, ErrIdempotencyMismatch (key reused for a different request),
-// ErrFailedPrecondition (namespace not confirmable).
-func (c *Client) Confirm(ctx context.Context, h *Hold, opts ConfirmOptions) (*Confirmation, error) {
-	const op = "confirm"
-	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Confirm{Confirm: &pb.ConfirmRequest{
-		Namespace: h.Namespace, Partition: h.Partition, Ids: h.IDs, Token: h.tokenValue(),
-		IdempotencyKey: opts.IdempotencyKey, Reference: opts.Reference, Payload: opts.Payload,
-		Segment: h.Segment.wire(),
-	}}})
-	if err != nil {
-		return nil, err
+func unixMilli(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{} // the daemon did not say
 	}
-	r := resp.GetConfirm()
-	if r == nil {
-		return nil, malformed(op, resp)
-	}
-	h.st.finish()
-	out := &Confirmation{Fence: r.GetFence(), Replayed: r.GetReplayed()}
+	return time.UnixMilli(ms)
+}
+
+func confirmResult(r *pb.ConfirmResponse) *ConfirmResult {
+	out := &ConfirmResult{Fence: r.GetFence(), Replayed: r.GetReplayed(), Units: unitsFromWire(r.GetUnits()),
+		ConfirmedAt: unixMilli(r.GetConfirmedAtUnixMs())}
 	for _, cl := range r.GetClaims() {
-		var at time.Time // zero when the daemon did not say
-		if ms := cl.GetConfirmedAtUnixMs(); ms != 0 {
-			at = time.UnixMilli(ms)
-		}
 		out.Claims = append(out.Claims, Claim{
 			ResourceID:  cl.GetResourceId(),
 			Fence:       cl.GetFence(),
 			Reference:   cl.GetReference(),
-			ConfirmedAt: at,
+			ConfirmedAt: unixMilli(cl.GetConfirmedAtUnixMs()),
 		})
 	}
-	return out, nil
+	// The wire's confirmed_at is the pools' (docs/pools.md); seats carry it
+	// per claim, all of one transaction.
+	if out.ConfirmedAt.IsZero() && len(out.Claims) > 0 {
+		out.ConfirmedAt = out.Claims[0].ConfirmedAt
+	}
+	return out
 }
 
 // CancelOptions are the caller's side of a Cancel. A Cancel is all or
-// nothing and scoped to one order: every id must be claimed under Reference,
-// else nothing is cancelled (ErrNotFound or ErrConflict naming the id).
+// nothing and scoped to one order: every seat (or unit) must be sold under
+// Reference, else nothing is cancelled (ErrNotFound or ErrConflict naming
+// the seat or pool).
 type CancelOptions struct {
 	IdempotencyKey string // required; reuse it when retrying
-	Reference      string // required: the reference the claims were confirmed with
-	// Segment cancels only legs FromStop .. ToStop-1 of each id, in a
+	Reference      string // required: the reference the sale was confirmed with
+	// Segment cancels only legs FromStop .. ToStop-1 of each seat, in a
 	// namespace with max_legs (required there); zero: no segment.
 	Segment Segment
 }
 
-// CancelResult is the result of a Cancel.
+// CancelResult is the answer of a Cancel.
 type CancelResult struct {
-	// Cancelled counts the ids cancelled; for pools (CancelUnits), the
-	// units given back.
+	// Cancelled counts the seats cancelled (one per leg), or the units
+	// given back.
 	Cancelled int
 	Replayed  bool
-	// Units are the units given back (CancelUnits only).
-	Units []Units
+	// Units are the units given back; nil for seats.
+	Units Units
 }
 
-// Cancel removes confirmed claims so the resources can be held and sold
-// again.
-func (c *Client) Cancel(ctx context.Context, namespace, partition string, ids []string, opts CancelOptions) (*CancelResult, error) {
+// Cancel gives back seats or units sold under opts.Reference (the order it
+// refunds), all or nothing, so they can be held and sold again. Errors to
+// expect: ErrNotFound (not sold under the reference; for units, fewer than
+// asked: nothing was cancelled; ResourceOf names the seat or pool),
+// ErrIdempotencyMismatch. Retry with the same IdempotencyKey when the
+// outcome is unknown.
+func (c *Client) Cancel(ctx context.Context, namespace, partition string, target Target, opts CancelOptions) (*CancelResult, error) {
 	const op = "cancel"
+	f := fieldsOf(target)
 	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Cancel{Cancel: &pb.CancelRequest{
-		Namespace: namespace, Partition: partition, Ids: ids,
+		Namespace: namespace, Partition: partition, Ids: f.ids, Units: f.units,
 		IdempotencyKey: opts.IdempotencyKey, Reference: opts.Reference, Segment: opts.Segment.wire(),
 	}}})
 	if err != nil {
@@ -112,10 +112,10 @@ func (c *Client) Cancel(ctx context.Context, namespace, partition string, ids []
 	if r == nil {
 		return nil, malformed(op, resp)
 	}
-	return &CancelResult{Cancelled: int(r.GetCancelled()), Replayed: r.GetReplayed()}, nil
+	return &CancelResult{Cancelled: int(r.GetCancelled()), Replayed: r.GetReplayed(), Units: unitsFromWire(r.GetUnits())}, nil
 }
 
-// ResourceState is a resource's state in a Status answer.
+// ResourceState is a seat's state in a Status answer.
 type ResourceState = pb.ResourceState
 
 // Resource states.
@@ -125,7 +125,7 @@ const (
 	StateConfirmed = pb.ResourceState_RESOURCE_STATE_CONFIRMED
 )
 
-// ResourceStatus is one resource in a Status answer.
+// ResourceStatus is one seat (or leg, "<id>@<leg>") in a StatusResult.
 type ResourceStatus struct {
 	ID    string
 	State ResourceState
@@ -136,17 +136,43 @@ type ResourceStatus struct {
 	Owned bool
 }
 
-// Status reports the state of resources (with WithSegment: of each leg,
-// "<id>@<leg>"). It is a diagnostic: the answer may be stale by the time it
-// arrives and grants nothing.
-func (c *Client) Status(ctx context.Context, namespace, partition string, ids []string, opts ...RequestOption) ([]ResourceStatus, error) {
-	return c.status(ctx, namespace, partition, ids, "", collect(opts).segment)
+// PoolStatus is one pool in a StatusResult, as Redis sees it now (capacity
+// and sold mirrored from PostgreSQL).
+type PoolStatus struct {
+	Pool     string
+	Capacity uint64
+	Sold     uint64
+	// Held is the units in live holds.
+	Held uint64
+	// Free is Capacity - Sold - Held (0 when that is negative).
+	Free uint64
+	// Owned is the units the asking hold holds (Hold.Status).
+	Owned uint32
+	// TTL is what is left of the asking hold's TTL (0 when it holds none).
+	TTL time.Duration
 }
 
-func (c *Client) status(ctx context.Context, namespace, partition string, ids []string, token string, seg Segment) ([]ResourceStatus, error) {
+// StatusResult is the answer of a Status: one ResourceStatus per seat (or
+// leg) of a Seats target, one PoolStatus per pool of a Units target.
+type StatusResult struct {
+	Resources []ResourceStatus
+	Pools     []PoolStatus
+}
+
+// Status reports the state of a target's seats (with WithSegment: of each
+// leg, "<id>@<leg>") or pools (capacity, sold, held and free units; only the
+// names of a Units count). It is a diagnostic: the answer may be stale by
+// the time it arrives and grants nothing. For what a token owns, use
+// Hold.Status (on c.Resume(...) for a token received elsewhere).
+func (c *Client) Status(ctx context.Context, namespace, partition string, target Target, opts ...RequestOption) (*StatusResult, error) {
+	return c.status(ctx, namespace, partition, target, "", collect(opts).segment)
+}
+
+func (c *Client) status(ctx context.Context, namespace, partition string, target Target, token string, seg Segment) (*StatusResult, error) {
 	const op = "status"
+	f := fieldsOf(target)
 	resp, err := c.call(ctx, op, &pb.Request{Method: &pb.Request_Status{Status: &pb.StatusRequest{
-		Namespace: namespace, Partition: partition, Ids: ids, Token: token, Segment: seg.wire(),
+		Namespace: namespace, Partition: partition, Ids: f.ids, Pools: f.pools, Token: token, Segment: seg.wire(),
 	}}})
 	if err != nil {
 		return nil, err
@@ -155,13 +181,18 @@ func (c *Client) status(ctx context.Context, namespace, partition string, ids []
 	if r == nil {
 		return nil, malformed(op, resp)
 	}
-	out := make([]ResourceStatus, 0, len(r.GetResources()))
+	out := &StatusResult{}
 	for _, rs := range r.GetResources() {
 		ttl := time.Duration(rs.GetTtlMs()) * time.Millisecond
 		if rs.GetTtlMs() < 0 {
 			ttl = -1
 		}
-		out = append(out, ResourceStatus{ID: rs.GetId(), State: rs.GetState(), TTL: ttl, Owned: rs.GetOwned()})
+		out.Resources = append(out.Resources, ResourceStatus{ID: rs.GetId(), State: rs.GetState(), TTL: ttl, Owned: rs.GetOwned()})
+	}
+	for _, p := range r.GetPools() {
+		out.Pools = append(out.Pools, PoolStatus{Pool: p.GetPool(), Capacity: p.GetCapacity(), Sold: p.GetSold(),
+			Held: p.GetHeld(), Free: p.GetFree(), Owned: p.GetOwned(),
+			TTL: time.Duration(p.GetTtlMs()) * time.Millisecond})
 	}
 	return out, nil
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // RequestOption adds an optional field to a request: WithSegment (Hold,
-// HoldFromToken, Status), WithSession and WithOnLost (Hold), WithWait (Hold,
-// HoldUnits).
+// Resume, Status of Seats), WithSession and WithOnLost (Hold of Seats),
+// WithWait (Hold).
 type RequestOption func(*requestOptions)
 
 type requestOptions struct {
@@ -17,7 +17,7 @@ type requestOptions struct {
 	wait    time.Duration
 }
 
-// WithSegment makes the request act on legs fromStop .. toStop-1 of each id,
+// WithSegment makes the request act on legs fromStop .. toStop-1 of each seat,
 // in a namespace with max_legs > 0 (and only there). A Hold taken with it
 // keeps the segment for its Extend, Release, Confirm, Status and Close.
 func WithSegment(fromStop, toStop uint32) RequestOption {

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-func TestPoolRequestsAndAnswers(t *testing.T) {
-	const token = "77.cG9vbC1zZWNyZXQ"
+// poolPeer answers every pool request as the daemon would, and records them.
+func poolPeer(t *testing.T) (c *Client, lastReq func() *pb.Request, sent func() int) {
 	var mu sync.Mutex
 	var got []*pb.Request
 	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) {
@@ -28,7 +28,7 @@ func TestPoolRequestsAndAnswers(t *testing.T) {
 		resp := &pb.Response{Id: req.GetId(), Code: CodeOK}
 		switch req.GetMethod().(type) {
 		case *pb.Request_Hold:
-			resp.Result = &pb.Response_Hold{Hold: &pb.HoldResponse{Token: token, Fence: 77, TtlMs: 120000}}
+			resp.Result = &pb.Response_Hold{Hold: &pb.HoldResponse{Token: poolToken, Fence: 77, TtlMs: 120000}}
 		case *pb.Request_Extend:
 			resp.Result = &pb.Response_Extend{Extend: &pb.ExtendResponse{TtlMs: 60000}}
 		case *pb.Request_Status:
@@ -53,33 +53,52 @@ func TestPoolRequestsAndAnswers(t *testing.T) {
 		}
 		p.send(nc, resp)
 	})
-	c := New(p.path)
-	defer c.Close()
-	ctx := context.Background()
-	units := []Units{{"adult", 2}, {"child", 1}}
-	wantUnits := []*pb.PoolTake{{Pool: "adult", Count: 2}, {Pool: "child", Count: 1}}
-	wantPools := []string{"adult", "child"}
-	lastReq := func() *pb.Request {
+	c = New(p.path)
+	t.Cleanup(func() { c.Close() })
+	lastReq = func() *pb.Request {
 		mu.Lock()
 		defer mu.Unlock()
 		return got[len(got)-1]
 	}
+	sent = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(got)
+	}
+	return c, lastReq, sent
+}
 
-	h, err := c.HoldUnits(ctx, "ga", "show", units, 2*time.Minute)
+const poolToken = "77.cG9vbC1zZWNyZXQ"
+
+var (
+	wantTakes = []*pb.PoolTake{{Pool: "adult", Count: 2}, {Pool: "child", Count: 1}}
+	wantPools = []string{"adult", "child"}
+)
+
+func TestPoolRequestsAndAnswers(t *testing.T) {
+	c, lastReq, sent := poolPeer(t)
+	ctx := context.Background()
+	units := Units{"child": 1, "adult": 2} // sent in name order
+
+	h, err := c.Hold(ctx, "ga", "show", units, 2*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hr := lastReq().GetHold()
 	if hr.GetNamespace() != "ga" || hr.GetPartition() != "show" || len(hr.GetIds()) != 0 ||
-		!protoEqualTakes(hr.GetUnits(), wantUnits) || hr.GetTtlMs() != 120000 || hr.GetSession() {
+		!protoEqualTakes(hr.GetUnits(), wantTakes) || hr.GetTtlMs() != 120000 || hr.GetSession() {
 		t.Fatalf("hold request: %v", hr)
 	}
-	if h.Fence != 77 || h.TTL != 2*time.Minute || h.Token() != token {
+	if h.Fence != 77 || h.TTL != 2*time.Minute || h.Token() != poolToken || !reflect.DeepEqual(h.Target, units) || h.IDs != nil {
 		t.Fatalf("pool hold: %v", h)
 	}
+	units["adult"] = 9 // the hold keeps its own copy
+	if h.Target.(Units)["adult"] != 2 {
+		t.Fatalf("the hold's target changed with the caller's map: %v", h.Target)
+	}
 	for _, s := range []string{h.String(), h.GoString()} {
-		if strings.Contains(s, token) || !strings.Contains(s, "adult=2,child=1") {
-			t.Fatalf("PoolHold prints %q", s)
+		if strings.Contains(s, poolToken) || !strings.Contains(s, "adult=2,child=1") {
+			t.Fatalf("pool Hold prints %q", s)
 		}
 	}
 
@@ -87,7 +106,7 @@ func TestPoolRequestsAndAnswers(t *testing.T) {
 		t.Fatalf("extend: %v %v", ttl, err)
 	}
 	er := lastReq().GetExtend()
-	if !reflect.DeepEqual(er.GetPools(), wantPools) || er.GetToken() != token || er.GetTtlMs() != 60000 || len(er.GetIds()) != 0 {
+	if !reflect.DeepEqual(er.GetPools(), wantPools) || er.GetToken() != poolToken || er.GetTtlMs() != 60000 || len(er.GetIds()) != 0 {
 		t.Fatalf("extend request: %v", er)
 	}
 
@@ -96,17 +115,21 @@ func TestPoolRequestsAndAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	sr := lastReq().GetStatus()
-	if !reflect.DeepEqual(sr.GetPools(), wantPools) || sr.GetToken() != token {
+	if !reflect.DeepEqual(sr.GetPools(), wantPools) || sr.GetToken() != poolToken {
 		t.Fatalf("status request: %v", sr)
 	}
-	want := []PoolStatus{
+	want := &StatusResult{Pools: []PoolStatus{
 		{Pool: "adult", Capacity: 5000, Sold: 4990, Held: 7, Free: 3, Owned: 2, TTL: 59 * time.Second},
-		{Pool: "child", Capacity: 500, Sold: 499, Held: 1, Free: 0, Owned: 1, TTL: 59 * time.Second}}
+		{Pool: "child", Capacity: 500, Sold: 499, Held: 1, Free: 0, Owned: 1, TTL: 59 * time.Second}}}
 	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("status: %+v", st)
 	}
-	if _, err := c.PoolStatus(ctx, "ga", "show", []string{"adult"}); err != nil || lastReq().GetStatus().GetToken() != "" {
-		t.Fatalf("PoolStatus: %v, token sent: %v", err, lastReq().GetStatus().GetToken() != "")
+	// Status of pools by name: the counts are not sent.
+	if _, err := c.Status(ctx, "ga", "show", Units{"adult": 0}); err != nil {
+		t.Fatal(err)
+	}
+	if sr := lastReq().GetStatus(); !reflect.DeepEqual(sr.GetPools(), []string{"adult"}) || sr.GetToken() != "" || len(sr.GetIds()) != 0 {
+		t.Fatalf("status by pool name: %v", sr)
 	}
 
 	conf, err := h.Confirm(ctx, ConfirmOptions{IdempotencyKey: "order-4712:confirm", Reference: "order-4712"})
@@ -114,43 +137,44 @@ func TestPoolRequestsAndAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	cr := lastReq().GetConfirm()
-	if !protoEqualTakes(cr.GetUnits(), wantUnits) || cr.GetToken() != token || cr.GetIdempotencyKey() != "order-4712:confirm" ||
+	if !protoEqualTakes(cr.GetUnits(), wantTakes) || cr.GetToken() != poolToken || cr.GetIdempotencyKey() != "order-4712:confirm" ||
 		cr.GetReference() != "order-4712" || len(cr.GetIds()) != 0 {
 		t.Fatalf("confirm request: %v", cr)
 	}
-	if conf.Fence != 77 || !reflect.DeepEqual(conf.Units, units) || conf.ConfirmedAt.UnixMilli() != 1764412345678 || conf.Replayed {
-		t.Fatalf("confirmation: %+v", conf)
+	if conf.Fence != 77 || !reflect.DeepEqual(conf.Units, Units{"adult": 2, "child": 1}) || conf.Claims != nil ||
+		conf.ConfirmedAt.UnixMilli() != 1764412345678 || conf.Replayed {
+		t.Fatalf("confirm result: %+v", conf)
 	}
-	n := len(got)
+	n := sent()
 	if err := h.Close(); err != nil { // confirmed: nothing to release
 		t.Fatal(err)
 	}
-	mu.Lock()
-	if len(got) != n {
-		t.Fatalf("Close after Confirm sent %v", got[n:])
+	if sent() != n {
+		t.Fatalf("Close after Confirm sent %v", lastReq())
 	}
-	mu.Unlock()
 
-	cres, err := c.CancelUnits(ctx, "ga", "show", []Units{{"adult", 1}}, CancelOptions{IdempotencyKey: "order-4712:refund-1", Reference: "order-4712"})
+	cres, err := c.Cancel(ctx, "ga", "show", Units{"adult": 1}, CancelOptions{IdempotencyKey: "order-4712:refund-1", Reference: "order-4712"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cc := lastReq().GetCancel()
-	if !protoEqualTakes(cc.GetUnits(), []*pb.PoolTake{{Pool: "adult", Count: 1}}) || cc.GetReference() != "order-4712" || cc.GetIdempotencyKey() != "order-4712:refund-1" {
+	if !protoEqualTakes(cc.GetUnits(), []*pb.PoolTake{{Pool: "adult", Count: 1}}) || len(cc.GetIds()) != 0 ||
+		cc.GetReference() != "order-4712" || cc.GetIdempotencyKey() != "order-4712:refund-1" {
 		t.Fatalf("cancel request: %v", cc)
 	}
-	if cres.Cancelled != 1 || !reflect.DeepEqual(cres.Units, []Units{{"adult", 1}}) {
+	if cres.Cancelled != 1 || !reflect.DeepEqual(cres.Units, Units{"adult": 1}) {
 		t.Fatalf("cancel result: %+v", cres)
 	}
 
-	pc, err := c.SetCapacity(ctx, "ga", "show", "adult", 5000)
+	admin := c.Admin()
+	pc, err := admin.SetCapacity(ctx, "ga", "show", "adult", 5000)
 	if err != nil || *pc != (PoolCapacity{Pool: "adult", Capacity: 5000}) {
 		t.Fatalf("SetCapacity: %+v %v", pc, err)
 	}
 	if sc := lastReq().GetSetCapacity(); sc.GetPool() != "adult" || sc.GetCapacity() != 5000 || sc.GetPartitionDefault() {
 		t.Fatalf("set capacity request: %v", sc)
 	}
-	pc, err = c.SetDefaultCapacity(ctx, "ga", "show", 1)
+	pc, err = admin.SetDefaultCapacity(ctx, "ga", "show", 1)
 	if err != nil || !pc.PartitionDefault || pc.Capacity != 1 {
 		t.Fatalf("SetDefaultCapacity: %+v %v", pc, err)
 	}
@@ -168,15 +192,15 @@ func TestPoolRequestsAndAnswers(t *testing.T) {
 		t.Fatalf("capacity: %+v", capy)
 	}
 
-	// A second hold, released through Close.
-	h2, err := c.HoldUnits(ctx, "ga", "show", units, 0)
+	// A second hold, resumed from its token and released through Close.
+	h2, err := c.Hold(ctx, "ga", "show", Units{"adult": 2, "child": 1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h2.Close(); err != nil {
+	if err := c.Resume("ga", "show", h2.Target, h2.Token()).Close(); err != nil {
 		t.Fatal(err)
 	}
-	if rr := lastReq().GetRelease(); !reflect.DeepEqual(rr.GetPools(), wantPools) || rr.GetToken() != token {
+	if rr := lastReq().GetRelease(); !reflect.DeepEqual(rr.GetPools(), wantPools) || rr.GetToken() != poolToken || len(rr.GetIds()) != 0 {
 		t.Fatalf("release request: %v", rr)
 	}
 }
@@ -188,7 +212,7 @@ func TestPoolErrorsMapToSentinels(t *testing.T) {
 	})
 	c := New(p.path)
 	defer c.Close()
-	_, err := c.HoldUnits(context.Background(), "ga", "show", []Units{{"adult", 2}, {"child", 1}}, 0)
+	_, err := c.Hold(context.Background(), "ga", "show", Units{"adult": 2, "child": 1}, 0)
 	if !errors.Is(err, ErrHeldByAnother) || ResourceOf(err) != "child" {
 		t.Fatalf("want ErrHeldByAnother naming child, got %v", err)
 	}
@@ -199,7 +223,7 @@ func TestPoolSessionHoldIsRefusedLocally(t *testing.T) {
 	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) { sent <- struct{}{} })
 	c := New(p.path)
 	defer c.Close()
-	_, err := c.HoldUnits(context.Background(), "ga", "show", []Units{{"adult", 1}}, 0, WithSession())
+	_, err := c.Hold(context.Background(), "ga", "show", Units{"adult": 1}, 0, WithSession())
 	var he *Error
 	if !errors.Is(err, ErrInvalidArgument) || !errors.As(err, &he) || he.Field != "session" {
 		t.Fatalf("want ErrInvalidArgument on session, got %v", err)

@@ -83,7 +83,7 @@ func TestSegmentTravelsWithEveryCallAndTheHold(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 
-	h := must[*Hold](t)(c.Hold(ctx, "train", "ktx", []string{"E7"}, 0, WithSegment(0, 2)))
+	h := must[*Hold](t)(c.Hold(ctx, "train", "ktx", Seats{"E7"}, 0, WithSegment(0, 2)))
 	if h.Segment != (Segment{FromStop: 0, ToStop: 2}) {
 		t.Fatalf("hold remembers %+v", h.Segment)
 	}
@@ -95,12 +95,12 @@ func TestSegmentTravelsWithEveryCallAndTheHold(t *testing.T) {
 	if err := h.Close(); err != nil { // scope exit: release on the same legs
 		t.Fatal(err)
 	}
-	h2 := must[*Hold](t)(c.Hold(ctx, "train", "ktx", []string{"E7"}, 0, WithSegment(2, 4)))
+	h2 := must[*Hold](t)(c.Hold(ctx, "train", "ktx", Seats{"E7"}, 0, WithSegment(2, 4)))
 	must[any](t)(h2.Confirm(ctx, ConfirmOptions{IdempotencyKey: "k-1", Reference: "order-1"}))
-	must[any](t)(c.Cancel(ctx, "train", "ktx", []string{"E7"},
+	must[any](t)(c.Cancel(ctx, "train", "ktx", Seats{"E7"},
 		CancelOptions{IdempotencyKey: "r-1", Reference: "order-1", Segment: Segment{FromStop: 2, ToStop: 4}}))
-	must[any](t)(c.Status(ctx, "train", "ktx", []string{"E7"}, WithSegment(0, 4)))
-	resumed := c.HoldFromToken("train", "ktx", []string{"E7"}, "1.fake", WithSegment(5, 6))
+	must[any](t)(c.Status(ctx, "train", "ktx", Seats{"E7"}, WithSegment(0, 4)))
+	resumed := c.Resume("train", "ktx", Seats{"E7"}, "1.fake", WithSegment(5, 6))
 	must[any](t)(resumed.Release(ctx))
 
 	want := []string{"hold 0->2", "extend 0->2", "status 0->2", "release 0->2",
@@ -116,14 +116,14 @@ func TestNoSegmentLeavesTheFieldUnset(t *testing.T) {
 	defer c.Close()
 	ctx := context.Background()
 
-	h := must[*Hold](t)(c.Hold(ctx, "seat", "run-1", []string{"E7"}, 0))
+	h := must[*Hold](t)(c.Hold(ctx, "seat", "run-1", Seats{"E7"}, 0))
 	if !h.Segment.IsZero() || strings.Contains(h.String(), "segment") {
 		t.Fatalf("hold without a segment: %v", h)
 	}
 	must[any](t)(h.Extend(ctx, 0))
 	must[any](t)(h.Confirm(ctx, ConfirmOptions{IdempotencyKey: "k-2"}))
-	must[any](t)(c.Cancel(ctx, "seat", "run-1", []string{"E7"}, CancelOptions{IdempotencyKey: "r-2", Reference: "k-2"}))
-	must[any](t)(c.Status(ctx, "seat", "run-1", []string{"E7"}))
+	must[any](t)(c.Cancel(ctx, "seat", "run-1", Seats{"E7"}, CancelOptions{IdempotencyKey: "r-2", Reference: "k-2"}))
+	must[any](t)(c.Status(ctx, "seat", "run-1", Seats{"E7"}))
 	want := []string{"hold -", "extend -", "confirm -", "cancel -", "status -"}
 	if got := sp.calls(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %v, want %v", got, want)

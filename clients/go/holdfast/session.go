@@ -159,7 +159,7 @@ func lostError(l *pb.SessionHoldLost) error {
 		ResourceID: l.GetResourceId()}
 }
 
-// holdState is the mutable part of a Hold or PoolHold, behind a pointer so
+// holdState is the mutable part of a Hold, behind a pointer so
 // hold values copy: whether it was released or confirmed through the hold,
 // and, for a session hold, whether and why it was lost.
 type holdState struct {

@@ -96,7 +96,7 @@ func TestSessionHoldRequestFrame(t *testing.T) {
 	sp := newSessionPeer(t)
 	c := New(sp.path)
 	defer c.Close()
-	h, err := c.Hold(context.Background(), "seat", "p", []string{"E7"}, 0, WithSession())
+	h, err := c.Hold(context.Background(), "seat", "p", Seats{"E7"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestSessionHoldRequestFrame(t *testing.T) {
 	if !strings.Contains(h.String(), "session") || strings.Contains(h.String(), h.Token()) {
 		t.Fatalf("String: %s", h.String())
 	}
-	plain, err := c.Hold(context.Background(), "seat", "p", []string{"E8"}, time.Minute)
+	plain, err := c.Hold(context.Background(), "seat", "p", Seats{"E8"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,11 +133,11 @@ func TestSessionEventMarksTheHoldLostAndTheConnectionLives(t *testing.T) {
 		called <- err
 	})
 	ctx := context.Background()
-	a, err := c.Hold(ctx, "seat", "p", []string{"E7"}, 0, WithSession(), onLost)
+	a, err := c.Hold(ctx, "seat", "p", Seats{"E7"}, 0, WithSession(), onLost)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.Hold(ctx, "seat", "p", []string{"E8"}, 0, WithSession())
+	b, err := c.Hold(ctx, "seat", "p", Seats{"E8"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestSessionEventBeforeTheGrantIsKept(t *testing.T) {
 	}
 	c := New(sp.path)
 	defer c.Close()
-	h, err := c.Hold(context.Background(), "seat", "p", []string{"E7"}, 0, WithSession())
+	h, err := c.Hold(context.Background(), "seat", "p", Seats{"E7"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,18 +209,18 @@ func TestConnectionEndLosesSessionHolds(t *testing.T) {
 	c := New(sp.path)
 	defer c.Close()
 	ctx := context.Background()
-	s, err := c.Hold(ctx, "seat", "p", []string{"E7"}, 0, WithSession())
+	s, err := c.Hold(ctx, "seat", "p", Seats{"E7"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
-	released, err := c.Hold(ctx, "seat", "p", []string{"E9"}, 0, WithSession())
+	released, err := c.Hold(ctx, "seat", "p", Seats{"E9"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := released.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	plain, err := c.Hold(ctx, "seat", "p", []string{"E8"}, time.Minute)
+	plain, err := c.Hold(ctx, "seat", "p", Seats{"E8"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +232,7 @@ func TestConnectionEndLosesSessionHolds(t *testing.T) {
 		t.Fatalf("released %v, plain %v: neither is a held session hold", released.Lost(), plain.Lost())
 	}
 	// The next call dials again; a session hold taken there is fine.
-	again, err := c.Hold(ctx, "seat", "p", []string{"E7"}, 0, WithSession())
+	again, err := c.Hold(ctx, "seat", "p", Seats{"E7"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestConnectionEndLosesSessionHolds(t *testing.T) {
 func TestClientCloseLosesSessionHolds(t *testing.T) {
 	sp := newSessionPeer(t)
 	c := New(sp.path)
-	h, err := c.Hold(context.Background(), "seat", "p", []string{"E7"}, 0, WithSession())
+	h, err := c.Hold(context.Background(), "seat", "p", Seats{"E7"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +298,7 @@ func TestWaitRequestFrame(t *testing.T) {
 	defer c.Close()
 
 	// No deadline: the default timeout on top of the wait.
-	if _, err := c.Hold(context.Background(), "seat", "p", []string{"E7"}, 0, WithSession(), WithWait(3*time.Second)); err != nil {
+	if _, err := c.Hold(context.Background(), "seat", "p", Seats{"E7"}, 0, WithSession(), WithWait(3*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	r := sp.last()
@@ -312,7 +312,7 @@ func TestWaitRequestFrame(t *testing.T) {
 	// A deadline bounds the wait and leaves the daemon time to answer.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if _, err := c.HoldUnits(ctx, "ga", "p", []Units{{"adult", 1}}, 0, WithWait(10*time.Second)); err != nil {
+	if _, err := c.Hold(ctx, "ga", "p", Units{"adult": 1}, 0, WithWait(10*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	r = sp.last()
@@ -322,7 +322,7 @@ func TestWaitRequestFrame(t *testing.T) {
 	}
 
 	// Without WithWait nothing changes.
-	if _, err := c.Hold(context.Background(), "seat", "p", []string{"E8"}, time.Minute); err != nil {
+	if _, err := c.Hold(context.Background(), "seat", "p", Seats{"E8"}, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	r = sp.last()

@@ -155,7 +155,7 @@ func TestHoldCallsTakeTheirOwnContext(t *testing.T) {
 	span := func(id string) context.Context {
 		return context.WithValue(context.Background(), fakeSpanKey{}, "00-0af7651916cd43dd8448eb211c80319c-"+id+"-01")
 	}
-	h, err := c.Hold(span("00000000000000a1"), "seat", "p", []string{"E7"}, 0)
+	h, err := c.Hold(span("00000000000000a1"), "seat", "p", Seats{"E7"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

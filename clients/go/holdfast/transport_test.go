@@ -198,7 +198,7 @@ func TestExpiredContextSendsNothing(t *testing.T) {
 	defer c.Close()
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
 	defer cancel()
-	if _, err := c.Hold(ctx, "seat", "p", []string{"A1"}, 0); !IsDeadlineExceeded(err) {
+	if _, err := c.Hold(ctx, "seat", "p", Seats{"A1"}, 0); !IsDeadlineExceeded(err) {
 		t.Fatalf("want deadline exceeded, got %v", err)
 	}
 	select {
@@ -284,7 +284,7 @@ func TestOversizedRequestFailsLocally(t *testing.T) {
 	p := newPeer(t, func(p *peer, nc net.Conn, req *pb.Request) { sent <- struct{}{} })
 	c := New(p.path, WithMaxFrameBytes(128))
 	defer c.Close()
-	ids := make([]string, 64)
+	ids := make(Seats, 64)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("resource-%03d", i)
 	}
@@ -308,7 +308,7 @@ func TestErrorResponseMapsToError(t *testing.T) {
 	c := New(p.path)
 	defer c.Close()
 	ctx := WithCorrelationID(context.Background(), "trace-1")
-	_, err := c.Hold(ctx, "seat", "run-1", []string{"E7", "E8"}, time.Minute)
+	_, err := c.Hold(ctx, "seat", "run-1", Seats{"E7", "E8"}, time.Minute)
 	var he *Error
 	if !errors.As(err, &he) {
 		t.Fatalf("want *Error, got %T %v", err, err)
@@ -332,7 +332,7 @@ func TestCloseFailsInFlightAndLaterCalls(t *testing.T) {
 	if err := <-done; !errors.Is(err, ErrClosed) {
 		t.Fatalf("in-flight call: want ErrClosed, got %v", err)
 	}
-	if _, err := c.Hold(context.Background(), "seat", "p", []string{"A1"}, 0); !errors.Is(err, ErrClosed) {
+	if _, err := c.Hold(context.Background(), "seat", "p", Seats{"A1"}, 0); !errors.Is(err, ErrClosed) {
 		t.Fatalf("call after Close: want ErrClosed, got %v", err)
 	}
 	if err := c.Close(); err != nil {
@@ -348,7 +348,7 @@ func TestHoldNeverPrintsItsToken(t *testing.T) {
 	})
 	c := New(p.path)
 	defer c.Close()
-	h, err := c.Hold(context.Background(), "seat", "run-1", []string{"E7"}, time.Minute)
+	h, err := c.Hold(context.Background(), "seat", "run-1", Seats{"E7"}, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -529,11 +529,11 @@ func TestSessionEventWithNoCallInFlight(t *testing.T) {
 	c := New(sp.path)
 	defer c.Close()
 	ctx := context.Background()
-	a, err := c.Hold(ctx, "seat", "p", []string{"E7"}, 0, WithSession())
+	a, err := c.Hold(ctx, "seat", "p", Seats{"E7"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := c.Hold(ctx, "seat", "p", []string{"E8"}, 0, WithSession())
+	b, err := c.Hold(ctx, "seat", "p", Seats{"E8"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,7 +560,7 @@ func TestSessionEventWithNoCallInFlight(t *testing.T) {
 		}
 	}
 	// And a later session hold is watched again.
-	d, err := c.Hold(ctx, "seat", "p", []string{"E9"}, 0, WithSession())
+	d, err := c.Hold(ctx, "seat", "p", Seats{"E9"}, 0, WithSession())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -786,7 +786,7 @@ func TestStuckWriteFailsTheConnectionAndUnsentCallsGoAgain(t *testing.T) {
 	// Call 0's frame (about 1 MB) is more than the unread socket takes: its
 	// write blocks until call 0's deadline. The others' small frames are
 	// queued behind it meanwhile.
-	big := make([]string, 10000)
+	big := make(Seats, 10000)
 	for i := range big {
 		big[i] = fmt.Sprintf("%0100d", i)
 	}

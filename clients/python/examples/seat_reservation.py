@@ -14,7 +14,7 @@ import sys
 import time
 import uuid
 
-from holdfast import Client, Confirmed, Conflict, HeldByAnother, HoldfastError, HoldLost
+from holdfast import Client, Confirmed, Conflict, HeldByAnother, HoldfastError, HoldLost, Seats
 
 log = logging.getLogger("seat-reservation")
 
@@ -43,7 +43,8 @@ def confirm_with_retry(hold, order_id: str, attempts: int = 3):
 def reserve(client: Client, run: str, seats, order_id: str) -> bool:
     try:
         # All or nothing: either every seat is ours or none is.
-        with client.hold("seat", run, seats, ttl_ms=60_000, correlation_id=order_id) as hold:
+        with client.hold("seat", run, Seats(seats), ttl_ms=60_000,
+                         correlation_id=order_id) as hold:
             log.info("held %s on %s (fence %d)", ", ".join(seats), run, hold.fence)
 
             # The customer is slow: give them more time before paying.

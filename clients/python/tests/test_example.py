@@ -14,8 +14,9 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "seat_reservation.p
 
 def test_seat_reservation_example(stack):
     env = dict(os.environ, HOLDFAST_SOCKET=stack.socket)
-    p = subprocess.run([sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True,
-                       timeout=60)
+    # -W error: the example uses the surface of surface.json, no deprecated name.
+    p = subprocess.run([sys.executable, "-W", "error::DeprecationWarning", str(EXAMPLE)],
+                       env=env, capture_output=True, text=True, timeout=60)
     if "Unimplemented" in p.stderr or "FailedPrecondition" in p.stderr:
         pytest.skip("daemon does not confirm yet (confirm issue not landed)")
     assert p.returncode == 0, p.stderr

@@ -20,8 +20,8 @@ pytestmark = pytest.mark.live
 NS = "seat"
 
 
-def states(statuses):
-    return {s.id: (s.state, s.owned) for s in statuses}
+def states(result):
+    return {s.id: (s.state, s.owned) for s in result.resources}
 
 
 def test_health(client):
@@ -42,17 +42,17 @@ def test_hold_extend_release_round_trip(client, stack, partition):
 
     st = h.status()
     assert states(st) == {i: (ResourceState.HELD, True) for i in ids}
-    assert all(0 < s.ttl_ms <= 5000 for s in st)
+    assert all(0 < s.ttl_ms <= 5000 for s in st.resources) and st.pools == ()
 
     assert h.extend(20000) == 20000
-    assert all(5000 < s.ttl_ms <= 20000 for s in h.status())
+    assert all(5000 < s.ttl_ms <= 20000 for s in h.status().resources)
 
     assert h.release() == 3
     assert not h.active
     assert states(client.status(NS, partition, ids)) == {i: (ResourceState.FREE, False) for i in ids}
 
     with pytest.raises(NotHeld) as ei:
-        client.release(NS, partition, ids, h.token)
+        client.resume(NS, partition, ids, h.token).release()
     assert ei.value.code == Code.NOT_HELD
     with pytest.raises(NotHeld):
         h.extend(1000)
@@ -116,7 +116,7 @@ def test_all_or_nothing_on_overlap(client, stack, partition):
     foreign = client.hold(NS, f"{partition}-x", ["X1"], ttl_ms=5000)
     stack.tokens.append(foreign.token)
     with pytest.raises(HoldfastError) as ei:
-        client.release(NS, partition, ["E7", "E8"], foreign.token)
+        client.resume(NS, partition, ["E7", "E8"], foreign.token).release()
     assert ei.value.code in (Code.HELD_BY_ANOTHER, Code.NOT_HELD)
     foreign.release()
     assert states(a.status())["E7"] == (ResourceState.HELD, True)
@@ -154,8 +154,8 @@ def test_confirm_and_idempotent_retry(client, stack, partition):
     assert all(c.reference == "order-4711" and c.fence == h.fence for c in first.claims)
 
     # Retry with the same key (e.g. after a timeout): the stored result, no second claim.
-    again = client.confirm(NS, partition, ids, h.token, idempotency_key=key,
-                           reference="order-4711", payload=b"\x00\x01seats")
+    again = client.resume(NS, partition, ids, h.token).confirm(
+        key, reference="order-4711", payload=b"\x00\x01seats")
     assert again.replayed
     assert again.fence == first.fence
     assert sorted(c.resource_id for c in again.claims) == ids
@@ -163,7 +163,7 @@ def test_confirm_and_idempotent_retry(client, stack, partition):
     # The seats are sold now.
     with pytest.raises(Confirmed):
         client.hold(NS, partition, ["E8"], ttl_ms=5000)
-    assert all(s.state == ResourceState.CONFIRMED for s in client.status(NS, partition, ids))
+    assert all(s.state == ResourceState.CONFIRMED for s in client.status(NS, partition, ids).resources)
 
     # Cancel frees them again, idempotently.
     ckey = f"{key}-cancel"
@@ -266,7 +266,7 @@ def test_async_client_round_trip(stack, partition):
                 await other.aclose()
             assert not h.active
             st = await c.status(NS, partition, ["S1", "S2"])
-            assert {s.state for s in st} == {ResourceState.FREE}
+            assert {s.state for s in st.resources} == {ResourceState.FREE}
 
     asyncio.run(main())
 

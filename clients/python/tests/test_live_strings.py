@@ -15,7 +15,7 @@ NS = "seat"
 
 
 def state(client, partition, rid):
-    (s,) = client.status(NS, partition, [rid])
+    (s,) = client.status(NS, partition, [rid]).resources
     return s.state, s.owned
 
 
@@ -41,7 +41,7 @@ def test_a_confirm_with_a_nul_in_its_idempotency_key_is_refused(client, stack, p
         # Nothing written: the seat is still held (not sold), and the key cut at
         # the NUL was never stored (a confirm under it is a first one).
         assert state(client, partition, "E") == (ResourceState.HELD, False)
-        assert {(s.state, s.owned) for s in h.status()} == {(ResourceState.HELD, True)}
+        assert {(s.state, s.owned) for s in h.status().resources} == {(ResourceState.HELD, True)}
         first = h.confirm(key, reference="order-1")
     assert not first.replayed and [c.resource_id for c in first.claims] == ["E"]
 

@@ -33,7 +33,7 @@ def test_a_waiting_hold_is_granted_when_the_holder_releases(client, stack, parti
                     got["elapsed"] = time.monotonic() - t0
                     got["hold"] = h
                     stack.tokens.append(h.token)
-                    got["status"] = {s.id: (s.state, s.owned) for s in h.status()}
+                    got["status"] = {s.id: (s.state, s.owned) for s in h.status().resources}
             except Exception as exc:  # reported below, in the test's thread
                 got["error"] = exc
 
@@ -62,7 +62,7 @@ def test_a_wait_that_runs_out_answers_held_by_another(client, stack, partition):
     assert ei.value.resource_id == "E1"
     assert 0.4 < elapsed < 3.0, f"answered after {elapsed:.3f}s: did the daemon wait?"
     # All or nothing: E4 was free and was not taken while waiting.
-    assert {s.id: s.state for s in client.status(NS, partition, ["E4"])} == \
+    assert {s.id: s.state for s in client.status(NS, partition, ["E4"]).resources} == \
         {"E4": ResourceState.FREE}
     a.release()
 

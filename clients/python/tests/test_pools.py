@@ -1,7 +1,7 @@
 """Pools on the wire (docs/pools.md), without a daemon: the client builds the
 golden pool frames of protos/testdata byte for byte, maps the golden answers
-to its result types and errors, and a PoolHold carries its units (or pools) to
-every call, against a scripted socket. The daemon's side is in
+to its result types and errors, and a Hold of Units carries its units (or
+pools) to every call, against a scripted socket. The daemon's side is in
 test_live_pools.py."""
 
 import asyncio
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from holdfast import (AsyncClient, Capacities, Client, Confirmed, Conflict, FailedPrecondition,
-                      HeldByAnother, PoolCancelResult, PoolCapacity, PoolConfirmResult, PoolStatus)
+from holdfast import (AsyncClient, Capacities, CancelResult, Client, ConfirmResult, Confirmed,
+                      Conflict, FailedPrecondition, HeldByAnother, PoolCapacity, PoolStatus,
+                      StatusResult, Units)
 from holdfast import _model as m
 from holdfast._gen import holdfast_pb2 as pb
 
@@ -42,16 +43,14 @@ def test_builds_the_golden_pool_requests():
         assert call.msg.SerializeToString() == getattr(g, call.method).SerializeToString()
 
     ns, p, tok = "ga", "show-2026-12-24-2000", "1764412345678908.Zm9vYmFyYmF6cXV4MTIzNA"
-    units = {"adult": 2, "child": 1}
-    same("pool_hold_request", m.hold_call(ns, p, m.Units.of(units), 120000))
-    same("pool_extend_request", m.extend_call(ns, p, m.pools_target(["adult", "child"]), tok,
-                                              300000))
-    same("pool_release_request", m.release_call(ns, p, m.Units.of(units), tok))
-    same("pool_status_request", m.status_call(ns, p, m.pools_target(units), tok))
-    same("pool_confirm_request", m.confirm_call(ns, p, m.Units.of(units), tok,
-                                                "order-4712:confirm", "order-4712",
-                                                b'{"tickets":3}'))
-    same("pool_cancel_request", m.cancel_call(ns, p, m.Units.of({"adult": 1}),
+    units = Units({"adult": 2, "child": 1})
+    same("pool_hold_request", m.hold_call(ns, p, units, 120000))
+    same("pool_extend_request", m.extend_call(ns, p, Units(["adult", "child"]), tok, 300000))
+    same("pool_release_request", m.release_call(ns, p, units, tok))
+    same("pool_status_request", m.status_call(ns, p, units, tok))
+    same("pool_confirm_request", m.confirm_call(ns, p, units, tok, "order-4712:confirm",
+                                                "order-4712", b'{"tickets":3}'))
+    same("pool_cancel_request", m.cancel_call(ns, p, Units({"adult": 1}),
                                               "order-4712:refund-1", "order-4712"))
     same("set_capacity_request", m.set_capacity_call(ns, p, "adult", 5000))
     same("set_capacity_default_request", m.set_capacity_call("coupon", "batch-7", "", 1,
@@ -61,16 +60,16 @@ def test_builds_the_golden_pool_requests():
 
 def test_maps_the_golden_pool_answers():
     r = golden("pool_confirm_response", pb.Response)
-    assert m.Units.of({}).confirm_result(r.confirm) == PoolConfirmResult(
+    assert m.confirm_result(r.confirm) == ConfirmResult(
         fence=1764412345678908, units={"adult": 2, "child": 1},
         confirmed_at_unix_ms=1764412399456, replayed=False)
     r = golden("pool_cancel_response", pb.Response)
-    assert m.cancel_call("ga", "p", m.Units.of({"adult": 1}), "k").result(r.cancel) == \
-        PoolCancelResult(cancelled=1, units={"adult": 1}, replayed=False)
+    assert m.cancel_call("ga", "p", Units({"adult": 1}), "k").result(r.cancel) == \
+        CancelResult(cancelled=1, units={"adult": 1}, replayed=False)
     r = golden("pool_status_response", pb.Response)
-    assert m.status_call("ga", "p", m.pools_target(["adult", "child"])).result(r.status) == [
-        PoolStatus("adult", 5000, 4990, 7, 3, 2, 118250),
-        PoolStatus("child", 500, 500, 1, 0, 1, 118250)]
+    assert m.status_call("ga", "p", Units(["adult", "child"])).result(r.status) == StatusResult(
+        pools=(PoolStatus("adult", 5000, 4990, 7, 3, 2, 118250),
+               PoolStatus("child", 500, 500, 1, 0, 1, 118250)))
     r = golden("set_capacity_response", pb.Response)
     assert m.set_capacity_call("ga", "p", "adult", 1).result(r.set_capacity) == \
         PoolCapacity("adult", 5000, 4990, False)
@@ -80,7 +79,7 @@ def test_maps_the_golden_pool_answers():
                                PoolCapacity("user-17", 1, 1, True)), 1)
     assert caps.get("user-17").partition_default and caps.get("child") is None
     hash(caps)  # frozen results stay hashable
-    hash(m.pool_confirm_result(golden("pool_confirm_response", pb.Response).confirm))
+    hash(m.confirm_result(golden("pool_confirm_response", pb.Response).confirm))
 
 
 @pytest.mark.parametrize("name,method,cls,pool", [
@@ -98,29 +97,34 @@ def test_pool_refusals_raise_the_seat_errors(name, method, cls, pool):
 # ---- units given by the caller ----------------------------------------------------
 
 def test_units_values():
-    assert m.Units.of({"adult": 2, "child": 1}).items == (("adult", 2), ("child", 1))
-    assert m.Units.of([("b", 1), ("a", 3)]).pools == ("b", "a")  # the caller's order
-    assert m.Units.of((("a", 1),)).as_dict() == {"a": 1}
-    for bad in ("adult", b"adult", ["adult"], [("a", 1, 2)], {"a": "2"}, {"a": True},
-                {1: 2}, {"a": 1.0}):
+    u = Units({"adult": 2, "child": 1})
+    assert u.pools == ("adult", "child") and u.counts == {"adult": 2, "child": 1}
+    assert u == Units([("adult", 2), ("child", 1)]) and hash(u) == hash(Units(u.counts))
+    assert Units([("b", 1), ("a", 3)]).pools == ("b", "a")  # the caller's order
+    assert repr(u) == "Units({'adult': 2, 'child': 1})"
+    names = Units(["adult", "child"])  # names only: extend, release, status
+    assert names.pools == ("adult", "child") and names.counts is None
+    assert repr(names) == "Units(['adult', 'child'])" and names != u
+    for bad in ("adult", b"adult", [("a", 1, 2)], {"a": "2"}, {"a": True}, {1: 2}, {"a": 1.0},
+                ["a", ("b", 1)]):
         with pytest.raises(TypeError):
-            m.Units.of(bad)
+            Units(bad)
     with pytest.raises(ValueError):
-        m.Units.of({"a": -1})
+        Units({"a": -1})
+    with pytest.raises(TypeError):  # hold, confirm and cancel need counts
+        m.confirm_call("ga", "p", names, "t", "k")
     with pytest.raises(TypeError):
-        m.pools_target("adult")
-    with pytest.raises(TypeError):  # confirm and cancel need counts
-        m.confirm_call("ga", "p", m.pools_target(["a"]), "t", "k")
+        m.hold_call("ga", "p", names)
     with pytest.raises(TypeError):  # pool holds have no session
-        m.hold_call("ga", "p", m.Units.of({"a": 1}), 0, session=True)
-    with pytest.raises(TypeError):
-        m.status_call("ga", "p", m.Units.of({"a": 1}), segment=(0, 1))
+        m.hold_call("ga", "p", u, 0, session=True)
+    with pytest.raises(TypeError):  # units are a target of their own, never ids
+        m.status_call("ga", "p", {"a": 1})
     for bad in (-1, 1.5, True):
         with pytest.raises((TypeError, ValueError)):
             m.set_capacity_call("ga", "p", "a", bad)
 
 
-# ---- a PoolHold against a scripted socket ---------------------------------------------
+# ---- a hold of units against a scripted socket -------------------------------------
 
 @pytest.fixture
 def daemon():
@@ -161,23 +165,24 @@ def targets(daemon):
     return out
 
 
-def test_a_pool_hold_carries_its_units_to_every_call(daemon):
+def test_a_hold_of_units_carries_them_to_every_call(daemon):
     U = {"adult": 2, "child": 1}
     with Client(daemon.path) as c:
-        with c.hold_units("ga", "show-1", U, ttl_ms=60000) as h:
-            assert h.units == U and h.pools == ("adult", "child") and h.session is False
+        with c.hold("ga", "show-1", Units(U), ttl_ms=60000) as h:
+            assert h.target == Units(U) and h.session is False
             assert h.token not in repr(h) and h.token not in str(h)
-            assert repr(h).startswith("PoolHold(namespace='ga', partition='show-1', "
-                                      "units={'adult': 2, 'child': 1}")
+            assert repr(h).startswith("Hold(namespace='ga', partition='show-1', "
+                                      "target=Units({'adult': 2, 'child': 1})")
             h.extend(1000)
-            assert [(s.pool, s.owned) for s in h.status()] == [("adult", 1), ("child", 1)]
+            assert [(s.pool, s.owned) for s in h.status().pools] == [("adult", 1), ("child", 1)]
         assert not h.active  # scope exit released the pools
-        h2 = c.hold_units("ga", "show-1", [("child", 1)])
+        h2 = c.hold("ga", "show-1", Units([("child", 1)]))
         res = h2.confirm(idempotency_key="k-1", reference="order-1")
-        assert res.units == {"child": 1} and not h2.active
-        c.cancel_units("ga", "show-1", {"child": 1}, idempotency_key="r-1", reference="order-1")
-        assert c.set_capacity("ga", "show-1", "adult", 7) == PoolCapacity("adult", 7, 0, False)
-        c.set_default_capacity("ga", "show-1", 1)
+        assert res.units == {"child": 1} and res.claims == () and not h2.active
+        c.cancel("ga", "show-1", Units({"child": 1}), idempotency_key="r-1", reference="order-1")
+        assert c.admin.set_capacity("ga", "show-1", "adult", 7) == \
+            PoolCapacity("adult", 7, 0, False)
+        c.admin.set_default_capacity("ga", "show-1", 1)
         c.get_capacity("ga", "show-1")
     assert targets(daemon) == [
         ("hold", [], U, None), ("extend", [], None, ["adult", "child"]),
@@ -193,21 +198,22 @@ def test_a_pool_hold_carries_its_units_to_every_call(daemon):
     assert daemon.requests[4].hold.ttl_ms == 0
 
 
-def test_async_pool_hold_carries_its_units(daemon):
+def test_async_hold_of_units_carries_them(daemon):
     async def main():
         async with AsyncClient(daemon.path) as c:
-            async with c.hold_units("ga", "show-1", {"adult": 1}) as h:
-                assert h.units == {"adult": 1}
+            async with c.hold("ga", "show-1", Units({"adult": 1})) as h:
+                assert h.target.counts == {"adult": 1}
                 await h.extend(1000)
                 await h.status()
-            h2 = await c.hold_units("ga", "show-1", {"child": 2})
+            h2 = await c.hold("ga", "show-1", Units({"child": 2}))
             await h2.confirm("k-2", reference="order-2")
-            await c.cancel_units("ga", "show-1", {"child": 1}, idempotency_key="r-2",
-                                 reference="order-2")
-            await c.pool_status("ga", "show-1", ["child"], token=h2.token)
-            await c.extend_units("ga", "show-1", ["child"], h2.token)
-            await c.release_units("ga", "show-1", ["child"], h2.token)
-            await c.set_capacity("ga", "show-1", "child", 3)
+            await c.cancel("ga", "show-1", Units({"child": 1}), idempotency_key="r-2",
+                           reference="order-2")
+            await c.status("ga", "show-1", Units(["child"]), token=h2.token)
+            resumed = c.resume("ga", "show-1", Units(["child"]), h2.token)
+            await resumed.extend()
+            await resumed.release()
+            await c.admin.set_capacity("ga", "show-1", "child", 3)
             await c.get_capacity("ga", "show-1", ["child"])
 
     asyncio.run(main())
@@ -217,3 +223,4 @@ def test_async_pool_hold_carries_its_units(daemon):
     assert units_of(daemon.requests[5].confirm.units) == {"child": 2}
     assert list(daemon.requests[7].status.pools) == ["child"]
     assert daemon.requests[7].status.token == "1.fake"
+    assert daemon.requests[8].extend.token == "1.fake"

@@ -78,7 +78,7 @@ def call_in_thread(c, rid, results, timeout=5.0):
     def run():
         t0 = time.monotonic()
         try:
-            results[rid] = ([s.id for s in c.status("seat", "p", [rid], timeout=timeout)],
+            results[rid] = ([s.id for s in c.status("seat", "p", [rid], timeout=timeout).resources],
                             time.monotonic() - t0)
         except Exception as exc:  # collected: asserting in threads is lost otherwise
             results[rid] = (exc, time.monotonic() - t0)
@@ -313,7 +313,7 @@ def test_many_threads_random_answer_delays_and_deadlines(daemon, sock_path):
                 t0 = time.monotonic()
                 try:
                     r = c.status("seat", "p", [rid], timeout=0.15)
-                    if [s.id for s in r] != [rid]:
+                    if [s.id for s in r.resources] != [rid]:
                         errors.append(("wrong answer", rid, r))
                     got[0] += 1
                 except DeadlineExceeded:

@@ -1,7 +1,7 @@
 """Journey segments on the wire (docs/segments.md), against a scripted socket:
-every call carries the segment it was given, a Hold carries its own to its
-extend, release, confirm, status and scope exit, and calls without one leave
-the field unset (older call sites unchanged). The daemon's side is in
+every call carries the segment of its target, Seats(ids, segment), a Hold
+carries its own to its extend, release, confirm, status and scope exit, and
+calls without one leave the field unset. The daemon's side is in
 test_live_segments.py."""
 
 import asyncio
@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from holdfast import AsyncClient, Client, Segment
-from holdfast import _model as m
+from holdfast import AsyncClient, Client, Seats, Segment
+from holdfast._targets import as_segment
 
 from fakedaemon import FakeDaemon
 
@@ -38,16 +38,16 @@ def segments(daemon):
 
 
 def test_segment_values():
-    assert m.as_segment(None) is None
-    assert m.as_segment((0, 2)) == Segment(0, 2)
-    assert m.as_segment([3, 5]) == Segment(3, 5)
+    assert as_segment(None) is None
+    assert as_segment((0, 2)) == Segment(0, 2)
+    assert as_segment([3, 5]) == Segment(3, 5)
     s = Segment(1, 3)
-    assert m.as_segment(s) is s
+    assert as_segment(s) is s
     assert list(s.legs()) == [1, 2]
     assert s.resource_ids(["E7", "E8"]) == ["E7@1", "E7@2", "E8@1", "E8@2"]
     for bad in ((1,), (1, 2, 3), "0-2", 2):
         with pytest.raises(TypeError):
-            m.as_segment(bad)
+            as_segment(bad)
     with pytest.raises(TypeError):
         Segment(0, "2")
     with pytest.raises(TypeError):
@@ -58,22 +58,34 @@ def test_segment_values():
         Segment(0, 2**32)
 
 
+def test_seats_values():
+    s = Seats(["E7", "E8"], (0, 2))
+    assert s.ids == ("E7", "E8") and s.segment == Segment(0, 2)
+    assert s == Seats(("E7", "E8"), Segment(0, 2)) and hash(s) == hash(Seats(["E7", "E8"], (0, 2)))
+    assert repr(s) == "Seats(['E7', 'E8'], segment=(0, 2))" and repr(Seats(["E7"])) == "Seats(['E7'])"
+    assert Seats(["E7"]).segment is None
+    for bad in ("E7", b"E7", {"adult": 2}):
+        with pytest.raises(TypeError):
+            Seats(bad)
+
+
 def test_a_hold_carries_its_segment_to_every_call(daemon):
     with Client(daemon.path) as c:
-        with c.hold("train", "ktx", ["E7"], segment=(0, 2)) as h:
-            assert h.segment == Segment(0, 2)
+        with c.hold("train", "ktx", Seats(["E7"], (0, 2))) as h:
+            assert h.target == Seats(["E7"], Segment(0, 2))
             assert "segment=(0, 2)" in repr(h) and h.token not in repr(h)
             h.extend(1000)
             h.status()
         # scope exit released legs 0..1
-        h2 = c.hold("train", "ktx", ["E7"], segment=Segment(2, 4))
+        h2 = c.hold("train", "ktx", Seats(["E7"], Segment(2, 4)))
         h2.confirm("k-1", reference="order-1")
-        c.cancel("train", "ktx", ["E7"], idempotency_key="r-1", reference="order-1",
-                 segment=(2, 4))
-        c.status("train", "ktx", ["E7"], segment=(0, 4))
-        c.release("train", "ktx", ["E7"], "1.fake", segment=(5, 6))
-        c.extend("train", "ktx", ["E7"], "1.fake", segment=(5, 6))
-        c.confirm("train", "ktx", ["E7"], "1.fake", idempotency_key="k-2", segment=(5, 6))
+        c.cancel("train", "ktx", Seats(["E7"], (2, 4)), idempotency_key="r-1",
+                 reference="order-1")
+        c.status("train", "ktx", Seats(["E7"], (0, 4)))
+        resumed = c.resume("train", "ktx", Seats(["E7"], (5, 6)), "1.fake")
+        resumed.release()
+        resumed.extend()
+        resumed.confirm("k-2")
     assert segments(daemon) == [
         ("hold", (0, 2)), ("extend", (0, 2)), ("status", (0, 2)), ("release", (0, 2)),
         ("hold", (2, 4)), ("confirm", (2, 4)), ("cancel", (2, 4)), ("status", (0, 4)),
@@ -84,10 +96,10 @@ def test_a_hold_carries_its_segment_to_every_call(daemon):
 def test_no_segment_leaves_the_field_unset(daemon):
     with Client(daemon.path) as c:
         with c.hold("seat", "run-1", ["E7"]) as h:
-            assert h.segment is None and "segment" not in repr(h)
+            assert h.target.segment is None and "segment" not in repr(h)
             h.extend(1000)
             h.confirm("k-3")
-        c.cancel("seat", "run-1", ["E7"], idempotency_key="r-3", reference="k-3")
+        c.cancel("seat", "run-1", Seats(["E7"]), idempotency_key="r-3", reference="k-3")
         c.status("seat", "run-1", ["E7"])
     assert [seg for _, seg in segments(daemon)] == [None] * 5
 
@@ -95,15 +107,15 @@ def test_no_segment_leaves_the_field_unset(daemon):
 def test_async_hold_carries_its_segment(daemon):
     async def main():
         async with AsyncClient(daemon.path) as c:
-            async with c.hold("train", "ktx", ["E7"], segment=(3, 6)) as h:
-                assert h.segment == Segment(3, 6)
+            async with c.hold("train", "ktx", Seats(["E7"], (3, 6))) as h:
+                assert h.target.segment == Segment(3, 6)
                 await h.extend(1000)
                 await h.status()
-            h2 = await c.hold("train", "ktx", ["E8"], segment=(0, 1))
+            h2 = await c.hold("train", "ktx", Seats(["E8"], (0, 1)))
             await h2.confirm("k-4")
-            await c.cancel("train", "ktx", ["E8"], idempotency_key="r-4", reference="",
-                           segment=(0, 1))
-            await c.status("train", "ktx", ["E8"], segment=(0, 1))
+            await c.cancel("train", "ktx", Seats(["E8"], (0, 1)), idempotency_key="r-4",
+                           reference="")
+            await c.status("train", "ktx", Seats(["E8"], (0, 1)))
 
     asyncio.run(main())
     assert segments(daemon) == [

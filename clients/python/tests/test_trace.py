@@ -131,7 +131,7 @@ def test_async_hold_calls_take_the_context_of_the_awaiting_task(daemon, sock_pat
 def test_outside_any_span_nothing_is_sent(daemon, sock_path):
     with Client(sock_path, timeout=5) as c:
         c.health()
-        c.release("seat", "p", ["E7"], "1.x", traceparent=TP)
+        c.resume("seat", "p", ["E7"], "1.x").release(traceparent=TP)
     assert [r.traceparent for r in daemon.requests] == ["", TP]
 
 

@@ -63,8 +63,8 @@ def test_responses_out_of_order_are_matched_by_id(daemon, sock_path):
             time.sleep(0.005)
         results["b"] = c.status("seat", "p", ["B1"])
         t.join()
-    assert [s.id for s in results["a"]] == ["A1"]
-    assert [s.id for s in results["b"]] == ["B1"]
+    assert [s.id for s in results["a"].resources] == ["A1"]
+    assert [s.id for s in results["b"].resources] == ["B1"]
     assert daemon.connections == 1  # both on one connection
 
 
@@ -75,7 +75,7 @@ def test_many_threads_share_one_connection(daemon, sock_path):
             try:
                 for k in range(25):
                     got = c.status("seat", "p", [f"R{n}-{k}"])
-                    assert [s.id for s in got] == [f"R{n}-{k}"]
+                    assert [s.id for s in got.resources] == [f"R{n}-{k}"]
             except Exception as exc:  # collected: asserting in threads is lost otherwise
                 errors.append(exc)
         daemon.handler = status_echo
@@ -315,7 +315,7 @@ def test_async_out_of_order_and_context_manager(daemon, sock_path):
     async def main():
         async with AsyncClient(sock_path, timeout=5) as c:
             a, b = await asyncio.gather(c.status("seat", "p", ["A1"]), c.status("seat", "p", ["B1"]))
-            assert [s.id for s in a] == ["A1"] and [s.id for s in b] == ["B1"]
+            assert [s.id for s in a.resources] == ["A1"] and [s.id for s in b.resources] == ["B1"]
             async with c.hold("seat", "p", ["E7"]) as h:
                 assert h.active and "1.fake" not in repr(h)
             assert not h.active

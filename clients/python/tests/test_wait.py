@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from holdfast import AsyncClient, Client, HeldByAnother
+from holdfast import AsyncClient, Client, HeldByAnother, Seats, Units
 from holdfast import _model as m
 from holdfast._gen import holdfast_pb2 as pb
 from holdfast.framing import encode_request
@@ -74,8 +74,8 @@ def test_wait_is_sent_and_stretches_the_deadline(daemon):
         c.hold("seat", "run-1", ["E9"], wait=3, timeout=0.5)  # stretched past 0.5 s
         c.hold("seat", "run-1", ["E10"], wait=1, timeout=10)  # a longer timeout stays
         c.hold("seat", "run-1", ["E11"])                      # no wait: field unset
-        c.hold_units("ga", "show-1", {"adult": 2}, wait=4)
-        c.hold("train", "ktx", ["E7"], segment=(0, 2), wait=0.5)
+        c.hold("ga", "show-1", Units({"adult": 2}), wait=4)
+        c.hold("train", "ktx", Seats(["E7"], (0, 2)), wait=0.5)
     got = holds(daemon)
     assert [w for w, _ in got] == [5000, 250, 3000, 1000, 0, 4000, 500]
     lower = [6000, 2000, 4000, 10000, 2000, 5000, 2000]
@@ -120,7 +120,7 @@ def test_async_wait_is_sent_and_outlives_the_timeout(daemon):
         async with AsyncClient(daemon.path, timeout=0.3) as c:
             async with c.hold("seat", "run-1", ["E7"], session=True, wait=1.0) as h:
                 assert h.session
-            h2 = await c.hold_units("ga", "show-1", {"adult": 1}, wait=0.5)
+            h2 = await c.hold("ga", "show-1", Units({"adult": 1}), wait=0.5)
             await h2.release()
 
     asyncio.run(main())

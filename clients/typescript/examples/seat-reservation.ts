@@ -16,7 +16,7 @@
 
 import { randomUUID } from "node:crypto";
 
-import { Client, Code, isHoldfastError, isRetryable, withHold, type ConfirmResult, type Hold } from "../src/index.js";
+import { Client, Code, isHoldfastError, isRetryable, seats, withHold, type ConfirmResult, type Hold } from "../src/index.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -43,7 +43,7 @@ async function confirmWithRetry(hold: Hold, orderId: string, attempts = 3): Prom
   }
 }
 
-async function reserve(client: Client, run: string, seats: string[], orderId: string): Promise<boolean> {
+async function reserve(client: Client, run: string, ids: string[], orderId: string): Promise<boolean> {
   try {
     // All or nothing: either every seat is ours or none is. Leaving withHold
     // without confirming (an exception, a cancelled payment) releases them.
@@ -55,8 +55,8 @@ async function reserve(client: Client, run: string, seats: string[], orderId: st
       correlationId: orderId,
       onLost: (_: Hold, err: Error) => console.error(`lost the seats while paying: ${err.message}`),
     };
-    const result = await withHold(client, "seat", run, seats, opts, async (hold) => {
-      console.error(`held ${seats.join(", ")} on ${run} (fence ${hold.fence}, session TTL ${hold.ttlMs} ms)`);
+    const result = await withHold(client, "seat", run, seats(ids), opts, async (hold) => {
+      console.error(`held ${ids.join(", ")} on ${run} (fence ${hold.fence}, session TTL ${hold.ttlMs} ms)`);
       await pay(orderId);
       if (hold.lost) throw hold.lost; // the daemon could not keep it: do not charge
       return confirmWithRetry(hold, orderId);

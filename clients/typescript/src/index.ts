@@ -1,44 +1,38 @@
 // holdfast-client: expiring holds on scarce resources through holdfastd.
+// The surface (protos/contract/surface.json): a target (seats or units), a
+// Client whose every operation takes one, one Hold handle, the Admin calls.
 
+export { Client } from "./client.js";
+export { Hold, withHold } from "./hold.js";
+export { Admin } from "./admin.js";
+export { seats, units, legIds, type Segment, type SeatsTarget, type Target, type UnitCounts, type Units, type UnitsTarget } from "./target.js";
 export {
-  Client,
-  Hold,
-  HoldBase,
-  PoolHold,
-  DEFAULT_SOCKET,
-  DEFAULT_TIMEOUT_MS,
-  SOCKET_ENV,
-  WAIT_MARGIN_MS,
   jsonReplacer,
-  legIds,
-  newCorrelationId,
-  withHold,
-  withHoldUnits,
-  type CallOptions,
-  type CancelOptions,
   type CancelResult,
   type Capacities,
   type Claim,
-  type ClientOptions,
-  type ConfirmOptions,
   type ConfirmResult,
   type Health,
-  type HoldOptions,
+  type PoolCapacity,
+  type PoolStatus,
+  type ResourceStatus,
+  type StatusResult,
+} from "./results.js";
+export type { CallOptions, CancelOptions, ClientOptions, ConfirmOptions, HoldOptions, OnLost, StatusOptions } from "./options.js";
+export { DEFAULT_SOCKET, DEFAULT_TIMEOUT_MS, SOCKET_ENV, WAIT_MARGIN_MS, newCorrelationId } from "./contract.js";
+// Deprecated names, kept one release (see the README's "Deprecated names").
+export {
+  HoldBase,
+  PoolHold,
+  withHoldUnits,
   type HoldOptionsBase,
-  type OnLost,
   type PoolCancelOptions,
   type PoolCancelResult,
-  type PoolCapacity,
   type PoolConfirmOptions,
   type PoolConfirmResult,
   type PoolHoldOptions,
-  type PoolStatus,
-  type ResourceStatus,
-  type Segment,
   type SegmentOptions,
-  type UnitCounts,
-  type Units,
-} from "./client.js";
+} from "./deprecated.js";
 export { isSessionEvent } from "./session.js";
 export {
   ClientClosedError,

@@ -20,9 +20,10 @@ import {
   codeName,
   isRetryable,
   jsonReplacer,
+  seats,
   withHold,
 } from "../src/index.js";
-import { RECONNECT_BACKOFF, reconnectDelayMs, wireTimeoutMs } from "../src/client.js";
+import { RECONNECT_BACKOFF, reconnectDelayMs, wireTimeoutMs } from "../src/contract.js";
 import { ResponseSchema, type Request } from "../src/gen/holdfast/v1/holdfast_pb.js";
 import { FakeDaemon, okFor } from "./fake-daemon.js";
 import { TEST_STACK_ENV, stackChoice } from "./stack.js";
@@ -211,21 +212,23 @@ describe("leaving a hold's scope", () => {
 
   test("results serialise to JSON: 64-bit fields as strings, no token", async () => {
     assert.equal(CONTRACT.json.int64_as, "string");
-    const h = await client.hold("seat", "p", ["E7", "E8"]);
+    const h = await client.hold("seat", "p", seats(["E7", "E8"]));
     const r = await h.confirm({ idempotencyKey: "k3", reference: "order-1" });
     const json = JSON.parse(JSON.stringify(r));
     assert.deepEqual(json, {
       fence: "1",
+      replayed: false,
       claims: [
         { resourceId: "E7", fence: "1", reference: "order-1", confirmedAtUnixMs: 1764547200000 },
         { resourceId: "E8", fence: "1", reference: "order-1", confirmedAtUnixMs: 1764547200000 },
       ],
-      replayed: false,
+      units: {},
+      confirmedAtUnixMs: 1764547200000,
     });
     assert.deepEqual(JSON.parse(JSON.stringify(r.claims[0])).fence, "1");
     // The result's fields stay bigints for code, and toJSON stays out of the way.
     assert.equal(r.fence, 1n);
-    assert.deepEqual(Object.keys(r), ["fence", "claims", "replayed"]);
+    assert.deepEqual(Object.keys(r), ["fence", "replayed", "claims", "units", "confirmedAtUnixMs"]);
     assert.equal(JSON.parse(JSON.stringify(h)).fence, "1");
     assert.ok(!JSON.stringify(h).includes(h.token));
     // Anything else with bigints (e.g. raw pb messages): the replacer.

@@ -30,14 +30,14 @@ export function liveSessionTests(ctx: () => { stack: Stack; client: Client }): v
       // Idle for more than three session TTLs: only the daemon's renewals keep it.
       await sleep(3 * h.ttlMs + 1000);
       assert.equal(h.lost, undefined);
-      const st = await h.status();
+      const st = (await h.status()).resources;
       assert.deepEqual(st.map((s) => [s.id, s.state, s.owned]), [
         ["S1", ResourceState.HELD, true],
         ["S2", ResourceState.HELD, true],
       ]);
       assert.ok(st.every((s) => s.ttlMs > 0 && s.ttlMs <= h.ttlMs));
       assert.equal(await h.release(), 2);
-      assert.ok((await c.status(NS, p, ["S1", "S2"])).every((s) => s.state === ResourceState.FREE));
+      assert.ok((await c.status(NS, p, ["S1", "S2"])).resources.every((s) => s.state === ResourceState.FREE));
     } finally {
       c.close();
     }
@@ -87,7 +87,7 @@ export function liveSessionTests(ctx: () => { stack: Stack; client: Client }): v
             track(h);
             // The token released through another connection: the session sees
             // it at its next renewal (every third of the session TTL).
-            assert.equal(await client.release(NS, p, ["L1", "L2"], h.token), 2);
+            assert.equal(await client.resume(NS, p, h.target, h.token).release(), 2);
           });
       });
       const [h, err] = await Promise.race([
@@ -117,9 +117,9 @@ export function liveSessionTests(ctx: () => { stack: Stack; client: Client }): v
     {
       await using h = await client.hold(NS, p, ["U1"], { session: true, correlationId: "ts-live-session-using" });
       track(h);
-      assert.equal((await h.status())[0].state, ResourceState.HELD);
+      assert.equal((await h.status()).resources[0].state, ResourceState.HELD);
     }
-    assert.equal((await client.status(NS, p, ["U1"]))[0].state, ResourceState.FREE);
+    assert.equal((await client.status(NS, p, ["U1"])).resources[0].state, ResourceState.FREE);
 
     const h = track(await client.hold(NS, p, ["U2"], { session: true }));
     try {
@@ -132,7 +132,7 @@ export function liveSessionTests(ctx: () => { stack: Stack; client: Client }): v
       }
       throw err;
     }
-    assert.equal((await client.status(NS, p, ["U2"]))[0].state, ResourceState.CONFIRMED);
+    assert.equal((await client.status(NS, p, ["U2"])).resources[0].state, ResourceState.CONFIRMED);
     await sleep(2 * (h.ttlMs / 3) + 200); // two renewal ticks: nothing is reported for a sold hold
     assert.equal(h.lost, undefined);
   });

@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 
-import { Client, Code, ResourceState, isHoldfastError, type HoldBase, type HoldfastError } from "../src/index.js";
+import { Client, Code, ResourceState, isHoldfastError, units, type Hold, type HoldfastError } from "../src/index.js";
 import { Stack } from "./stack.js";
 
 const NS = "seat";
@@ -55,7 +55,7 @@ describe("live daemon: waiting in line", { skip: skipReason ?? false }, () => {
     await stack?.stop();
   });
 
-  const track = <H extends HoldBase>(h: H) => {
+  const track = (h: Hold) => {
     stack.tokens.push(h.token);
     return h;
   };
@@ -71,7 +71,7 @@ describe("live daemon: waiting in line", { skip: skipReason ?? false }, () => {
     const took = performance.now() - started;
     assert.ok(took >= 150 && took < 3000, `granted after ${Math.round(took)} ms`);
     assert.ok(got.fence > held.fence);
-    assert.ok((await got.status()).every((s) => s.state === ResourceState.HELD && s.owned));
+    assert.ok((await got.status()).resources.every((s) => s.state === ResourceState.HELD && s.owned));
     await got.release();
   });
 
@@ -121,10 +121,10 @@ describe("live daemon: waiting in line", { skip: skipReason ?? false }, () => {
     await got.release();
   });
 
-  test("wait: pool units (holdUnits) wait for units given back", async (t) => {
+  test("wait: pool units wait for units given back", async (t) => {
     const p = newPartition();
     try {
-      await a.setCapacity("ga", p, "adult", 1);
+      await a.admin.setCapacity("ga", p, "adult", 1);
     } catch (err) {
       if (isHoldfastError(err, Code.NOT_FOUND, Code.FAILED_PRECONDITION, Code.UNIMPLEMENTED)) {
         t.skip(`the stack has no pools namespace 'ga': ${err.message}`);
@@ -132,12 +132,12 @@ describe("live daemon: waiting in line", { skip: skipReason ?? false }, () => {
       }
       throw err;
     }
-    const held = track(await a.holdUnits("ga", p, { adult: 1 }, { ttlMs: 30_000 }));
-    const waiting = later(b.holdUnits("ga", p, { adult: 1 }, { ttlMs: 30_000, wait: 3000 }));
+    const held = track(await a.hold("ga", p, units({ adult: 1 }), { ttlMs: 30_000 }));
+    const waiting = later(b.hold("ga", p, units({ adult: 1 }), { ttlMs: 30_000, wait: 3000 }));
     await sleep(200);
     await held.release();
     const got = track(await waiting);
-    assert.deepEqual((await got.status()).map((s) => [s.pool, s.owned]), [["adult", 1]]);
+    assert.deepEqual((await got.status()).pools.map((s) => [s.pool, s.owned]), [["adult", 1]]);
     await got.release();
   });
 });

@@ -8,10 +8,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { after, before, describe, test } from "node:test";
 
-import { Client, ClientClosedError, Code, HoldfastError, ResourceState, isHoldfastError, type Hold } from "../src/index.js";
+import { Client, ClientClosedError, Code, HoldfastError, ResourceState, isHoldfastError, seats, type Hold } from "../src/index.js";
 import { livePoolTests } from "./live-pools.js";
 import { liveSegmentAndStringTests } from "./live-segments.js";
 import { liveSessionTests } from "./live-sessions.js";
+import { liveSurfaceTests } from "./live-surface.js";
 import { Stack } from "./stack.js";
 
 const NS = "seat";
@@ -59,25 +60,25 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
   test("hold / extend / release round trip", async () => {
     const p = newPartition();
     const ids = ["E7", "E8", "E9"];
-    const h = track(await client.hold(NS, p, ids, { ttlMs: 5000, correlationId: "ts-live-roundtrip" }));
+    const h = track(await client.hold(NS, p, seats(ids), { ttlMs: 5000, correlationId: "ts-live-roundtrip" }));
     assert.ok(h.active && !h.degraded);
     assert.ok(h.fence > 0n);
     assert.ok(h.token.startsWith(`${h.fence}.`));
     assert.equal(h.ttlMs, 5000);
 
-    const st = await h.status();
+    const st = (await h.status()).resources;
     assert.deepEqual(st.map((s) => [s.id, s.state, s.owned]), ids.map((i) => [i, ResourceState.HELD, true]));
     assert.ok(st.every((s) => s.ttlMs > 0 && s.ttlMs <= 5000));
 
     assert.equal(await h.extend(20000), 20000);
-    assert.ok((await h.status()).every((s) => s.ttlMs > 5000 && s.ttlMs <= 20000));
+    assert.ok((await h.status()).resources.every((s) => s.ttlMs > 5000 && s.ttlMs <= 20000));
 
     assert.equal(await h.release(), 3);
     assert.equal(h.active, false);
-    const after = await client.status(NS, p, ids);
+    const after = (await client.status(NS, p, seats(ids))).resources;
     assert.ok(after.every((s) => s.state === ResourceState.FREE && !s.owned));
 
-    await rejectsWith(client.release(NS, p, ids, h.token), Code.NOT_HELD);
+    await rejectsWith(client.resume(NS, p, seats(ids), h.token).release(), Code.NOT_HELD);
     await rejectsWith(h.extend(1000), Code.NOT_HELD);
   });
 
@@ -86,9 +87,9 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
     {
       await using h = await client.hold(NS, p, ["A1", "A2"], { ttlMs: 30000 });
       track(h);
-      assert.equal((await h.status())[0].state, ResourceState.HELD);
+      assert.equal((await h.status()).resources[0].state, ResourceState.HELD);
     }
-    const st = await client.status(NS, p, ["A1", "A2"]);
+    const st = (await client.status(NS, p, ["A1", "A2"])).resources; // a plain array is seats
     assert.ok(st.every((s) => s.state === ResourceState.FREE));
   });
 
@@ -128,12 +129,12 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
     const err = await rejectsWith(other.hold(NS, p, ["E8", "E9"], { ttlMs: 10000 }), Code.HELD_BY_ANOTHER);
     other.close();
     assert.equal(err.resourceId, "E8");
-    assert.equal((await client.status(NS, p, ["E9"]))[0].state, ResourceState.FREE);
+    assert.equal((await client.status(NS, p, seats(["E9"]))).resources[0].state, ResourceState.FREE);
     // A well-formed token of another hold cannot release this one.
     const foreign = track(await client.hold(NS, newPartition(), ["X1"], { ttlMs: 5000 }));
-    await rejectsWith(client.release(NS, p, ["E7", "E8"], foreign.token), Code.HELD_BY_ANOTHER, Code.NOT_HELD);
+    await rejectsWith(client.resume(NS, p, seats(["E7", "E8"]), foreign.token).release(), Code.HELD_BY_ANOTHER, Code.NOT_HELD);
     await foreign.release();
-    assert.ok((await a.status()).every((s) => s.owned));
+    assert.ok((await a.status()).resources.every((s) => s.owned));
     await a.release();
   });
 
@@ -149,7 +150,7 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
   test("confirm and idempotent retry", async (t) => {
     const p = newPartition();
     const ids = ["E7", "E8", "E9"];
-    const h = track(await client.hold(NS, p, ids, { ttlMs: 30000 }));
+    const h = track(await client.hold(NS, p, seats(ids), { ttlMs: 30000 }));
     const key = `order-${randomUUID().slice(0, 12)}`;
     const payload = new Uint8Array([0, 1, 115, 101, 97, 116, 115]);
     let first;
@@ -169,19 +170,19 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
     assert.ok(first.claims.every((c) => c.reference === "order-4711" && c.fence === h.fence));
 
     // A retry with the same key (e.g. after a timeout): the stored result, no second claim.
-    const again = await client.confirm(NS, p, ids, h.token, { idempotencyKey: key, reference: "order-4711", payload });
+    const again = await client.resume(NS, p, seats(ids), h.token).confirm({ idempotencyKey: key, reference: "order-4711", payload });
     assert.equal(again.replayed, true);
     assert.equal(again.fence, first.fence);
     assert.deepEqual(again.claims.map((c) => c.resourceId).sort(), ids);
 
     await rejectsWith(client.hold(NS, p, ["E8"], { ttlMs: 5000 }), Code.CONFIRMED);
-    assert.ok((await client.status(NS, p, ids)).every((s) => s.state === ResourceState.CONFIRMED));
+    assert.ok((await client.status(NS, p, seats(ids))).resources.every((s) => s.state === ResourceState.CONFIRMED));
 
     const ckey = `${key}-cancel`;
-    const c1 = await client.cancel(NS, p, ids, { idempotencyKey: ckey, reference: "order-4711" });
+    const c1 = await client.cancel(NS, p, seats(ids), { idempotencyKey: ckey, reference: "order-4711" });
     assert.equal(c1.cancelled, 3);
     assert.equal(c1.replayed, false);
-    const c2 = await client.cancel(NS, p, ids, { idempotencyKey: ckey, reference: "order-4711" });
+    const c2 = await client.cancel(NS, p, seats(ids), { idempotencyKey: ckey, reference: "order-4711" });
     assert.equal(c2.replayed, true);
     const h2 = track(await client.hold(NS, p, ids, { ttlMs: 5000 }));
     await h2.release();
@@ -284,9 +285,11 @@ describe("live daemon", { skip: skipReason ?? false }, () => {
   // Journey segments and strings with NUL bytes (live-segments.ts), in this
   // suite so they share its stack and never run beside its daemon restart.
   liveSegmentAndStringTests(() => ({ stack, client }));
-  // Session holds (live-sessions.ts) and pools (live-pools.ts), likewise.
+  // Session holds (live-sessions.ts), pools (live-pools.ts) and the one
+  // surface over seats, units and segments (live-surface.ts), likewise.
   liveSessionTests(() => ({ stack, client }));
   livePoolTests(() => ({ stack, client }));
+  liveSurfaceTests(() => ({ stack, client }));
 
   test("the daemon log never shows a token", (t) => {
     const log = stack.dir ? join(stack.dir, "holdfastd.log") : null;

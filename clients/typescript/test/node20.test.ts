@@ -1,5 +1,5 @@
 // Node 20 without `await using`: a consumer compiled with a plain tsconfig (no
-// ESNext.Disposable, target ESNext) uses withHold, withHoldUnits and
+// ESNext.Disposable, target ESNext) uses withHold (seats and units) and
 // hold.close() in a finally (also for a session hold), and gets the same
 // scope-exit behaviour as `await using`.
 
@@ -32,7 +32,7 @@ test("withHold and hold.close() work without await using or ESNext.Disposable", 
     // Asynchronously: the fake daemon answers from this process's event loop.
     const run = await promisify(execFile)(process.execPath, [out, path], { encoding: "utf8", timeout: 60_000 });
     assert.deepEqual(run.stdout.trim().split("\n"), [
-      'confirmed {"fence":"1","claims":[{"resourceId":"E7","fence":"1","reference":"order-1","confirmedAtUnixMs":1764547200000}],"replayed":false}',
+      'confirmed {"fence":"1","replayed":false,"claims":[{"resourceId":"E7","fence":"1","reference":"order-1","confirmedAtUnixMs":1764547200000}],"units":{},"confirmedAtUnixMs":1764547200000}',
       "body error kept: payment declined",
       "held E9 fence 1",
       "active after close: false, retryable(new Error): false",

@@ -12,7 +12,7 @@ import { afterEach, beforeEach, test } from "node:test";
 import { inspect } from "node:util";
 
 import { create, toJson, type JsonValue } from "@bufbuild/protobuf";
-import { Client, Code, HoldfastError, WAIT_MARGIN_MS, isHoldfastError, isSessionEvent, type Hold } from "../src/index.js";
+import { Client, Code, HoldfastError, WAIT_MARGIN_MS, isHoldfastError, isSessionEvent, units, type Hold } from "../src/index.js";
 import { HoldRequestSchema, HoldResponseSchema, ResponseSchema, type Request, type Response } from "../src/gen/holdfast/v1/holdfast_pb.js";
 import { encodeFrame } from "../src/frame.js";
 import { FakeDaemon, okFor, sessionEvent } from "./fake-daemon.js";
@@ -116,7 +116,7 @@ test("a SessionEvent marks exactly its hold lost, runs onLost once, and keeps th
   assert.deepEqual(JSON.parse(JSON.stringify(a)), {
     namespace: "seat",
     partition: "p",
-    ids: ["E7", "E8"],
+    target: { kind: "seats", ids: ["E7", "E8"] },
     fence: "1",
     ttlMs: 5000,
     degraded: false,
@@ -292,7 +292,7 @@ test("the client waits as long as the daemon may (wait + margin), not its defaul
   const c = new Client({ socketPath: path, timeoutMs: 300 });
   const h = await c.hold("seat", "p", ["E7"], { wait: 600 });
   assert.equal(h.fence, 1n);
-  const u = await c.holdUnits("ga", "p", { adult: 1 }, { wait: 600 });
+  const u = await c.hold("ga", "p", units({ adult: 1 }), { wait: 600 });
   assert.equal(u.fence, 2n);
   assert.equal((daemon.requests[1].method.value as { waitMs: number }).waitMs, 600);
   // Without a wait the default deadline applies.

@@ -48,8 +48,8 @@ test("responses out of order are matched by id on one connection", async () => {
   };
   const c = new Client({ socketPath: path, timeoutMs: 5000 });
   const [a, b] = await Promise.all([c.status("seat", "p", ["A1"]), c.status("seat", "p", ["B1"])]);
-  assert.deepEqual(a.map((s) => s.id), ["A1"]);
-  assert.deepEqual(b.map((s) => s.id), ["B1"]);
+  assert.deepEqual(a.resources.map((s) => s.id), ["A1"]);
+  assert.deepEqual(b.resources.map((s) => s.id), ["B1"]);
   assert.equal(daemon.connections, 1);
   c.close();
 });
@@ -58,7 +58,7 @@ test("many concurrent calls get unique ids and their own answers", async () => {
   const c = new Client({ socketPath: path, timeoutMs: 5000 });
   const ids = Array.from({ length: 200 }, (_, i) => `R${i}`);
   const got = await Promise.all(ids.map((id) => c.status("seat", "p", [id])));
-  assert.deepEqual(got.map((r) => r[0].id), ids);
+  assert.deepEqual(got.map((r) => r.resources[0].id), ids);
   const wireIds = daemon.requests.map((r) => r.id);
   assert.equal(new Set(wireIds).size, 200);
   assert.ok(!wireIds.includes(0n));

@@ -58,7 +58,7 @@ test("the calls of one tick leave in one write and are all answered", async () =
   daemon.framesPerRead.length = 0;
   const names = ids(300);
   const [got, writes] = await countWrites(() => Promise.all(names.map((id) => c.status("seat", "p", [id]))));
-  assert.deepEqual(got.map((r) => r[0].id), names);
+  assert.deepEqual(got.map((r) => r.resources[0].id), names);
   assert.equal(writes, 1);
   // One write of 300 frames: the daemon reads it in one or two pieces, not 300.
   assert.equal(daemon.framesPerRead.reduce((a, b) => a + b, 0), 300);
@@ -100,7 +100,7 @@ test("answers in reverse order, all in one read, reach their own calls", async (
   while (held.length < names.length) await new Promise((r) => setTimeout(r, 5));
   daemon.sendFrames(held.reverse().map(okFor));
   const got = await calls;
-  assert.deepEqual(got.map((r) => r[0].id), names);
+  assert.deepEqual(got.map((r) => r.resources[0].id), names);
   c.close();
 });
 
@@ -109,7 +109,7 @@ test("answers split into pieces of a few bytes are reassembled", async () => {
   const c = new Client({ socketPath: path });
   const names = ids(10);
   const got = await Promise.all(names.map((id) => c.status("seat", "p", [id])));
-  assert.deepEqual(got.map((r) => r[0].id), names);
+  assert.deepEqual(got.map((r) => r.resources[0].id), names);
   const h = await c.hold("seat", "p", ["E7"], { ttlMs: 5000 });
   assert.equal(h.ttlMs, 5000);
   assert.equal(await h.release(), 1);
@@ -131,7 +131,7 @@ test("several answers and a session event in one read", async () => {
   while (held.length < 5) await new Promise((r) => setTimeout(r, 5));
   const event = sessionEvent({ namespace: "seat", partition: "p", fence: 1n, reason: Code.NOT_HELD, resourceId: "S1" });
   daemon.sendFrames([okFor(held[3]), okFor(held[1]), event, okFor(held[4]), okFor(held[0]), okFor(held[2])]);
-  assert.deepEqual((await calls).map((r) => r[0].id), ids(5));
+  assert.deepEqual((await calls).map((r) => r.resources[0].id), ids(5));
   assert.equal(lost.length, 1);
   assert.equal(h.lost?.code, Code.NOT_HELD);
   c.close();
@@ -165,7 +165,7 @@ test("each call keeps its own deadline; one answered in time still resolves", as
   assert.equal(connOf(c).waiting, 0);
   // The connection is still good for later calls.
   daemon.handler = okFor;
-  assert.equal((await c.status("seat", "p", ["D"]))[0].id, "D");
+  assert.equal((await c.status("seat", "p", ["D"])).resources[0].id, "D");
   c.close();
 });
 
@@ -192,7 +192,7 @@ test("calls not yet written when the connection breaks are sent again on a new o
   const calls = ids(8).map((id) => c.status("seat", "p", [id]));
   connOf(c).fail(new HoldfastError(Code.UNAVAILABLE, "connection lost (test)"));
   const got = await Promise.all(calls);
-  assert.deepEqual(got.map((r) => r[0].id), ids(8));
+  assert.deepEqual(got.map((r) => r.resources[0].id), ids(8));
   assert.equal(daemon.connections, 2);
   c.close();
 });
@@ -207,7 +207,7 @@ test("an abort stops waiting for that call only; one aborted before it starts se
   const ac = new AbortController();
   const slow = c.status("seat", "p", ["slow"], { signal: ac.signal, timeoutMs: 5000 });
   const fast = c.status("seat", "p", ["F"], { signal: ac.signal });
-  assert.equal((await fast)[0].id, "F");
+  assert.equal((await fast).resources[0].id, "F");
   ac.abort();
   await assert.rejects(slow, { name: "AbortError" });
   assert.deepEqual(daemon.requests.slice(sent).map((r) => (r.method.case === "status" ? r.method.value.ids[0] : "")), ["slow", "F"]);

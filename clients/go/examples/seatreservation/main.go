@@ -74,7 +74,7 @@ func run(socket, namespace, partition string, payFor, waitFor time.Duration, riv
 	// A session hold: no TTL to choose and no extend loop; WithWait queues
 	// behind another shopper's hold instead of a retry loop.
 	start := time.Now()
-	hold, err := client.Hold(ctx, namespace, partition, []string{"E7", "E8", "E9"}, 0,
+	hold, err := client.Hold(ctx, namespace, partition, holdfast.Seats{"E7", "E8", "E9"}, 0,
 		holdfast.WithSession(), holdfast.WithWait(waitFor),
 		holdfast.WithOnLost(func(h holdfast.SessionHold, err error) {
 			log.Printf("lost %v: %v", h, err)
@@ -109,9 +109,10 @@ func run(socket, namespace, partition string, payFor, waitFor time.Duration, riv
 		return fmt.Errorf("lost the hold while paying: %w", hold.Lost())
 	}
 	st, err := hold.Status(ctx)
-	if err == nil && len(st) > 0 {
+	if err == nil && len(st.Resources) > 0 {
+		r := st.Resources[0]
 		log.Printf("still ours after paying: %s %v owned=%v ttl=%s (renewed by the daemon)",
-			st[0].ID, st[0].State, st[0].Owned, st[0].TTL.Round(100*time.Millisecond))
+			r.ID, r.State, r.Owned, r.TTL.Round(100*time.Millisecond))
 	}
 
 	conf, err := confirm(ctx, hold, order)
@@ -145,7 +146,7 @@ func rivalShopper(ctx context.Context, socket, ns, part string, contend bool) (<
 		return nil, fmt.Errorf("connect (rival): %w", err)
 	}
 	gone := make(chan struct{})
-	h, err := other.Hold(ctx, ns, part, []string{"E8"}, 0, holdfast.WithSession())
+	h, err := other.Hold(ctx, ns, part, holdfast.Seats{"E8"}, 0, holdfast.WithSession())
 	if err != nil {
 		other.Close()
 		return nil, fmt.Errorf("rival: %w", err)
@@ -169,11 +170,11 @@ func rivalShopper(ctx context.Context, socket, ns, part string, contend bool) (<
 func watchFreed(ctx context.Context, c *holdfast.Client, ns, part, seat string) error {
 	start := time.Now()
 	for time.Since(start) < 2*time.Second {
-		st, err := c.Status(ctx, ns, part, []string{seat})
+		st, err := c.Status(ctx, ns, part, holdfast.Seats{seat})
 		if err != nil {
 			return fmt.Errorf("status: %w", err)
 		}
-		if len(st) == 1 && st[0].State == holdfast.StateFree {
+		if len(st.Resources) == 1 && st.Resources[0].State == holdfast.StateFree {
 			log.Printf("%s was free %s after the rival's connection closed (no TTL to wait for)",
 				seat, time.Since(start).Round(10*time.Microsecond))
 			return nil
@@ -186,12 +187,12 @@ func watchFreed(ctx context.Context, c *holdfast.Client, ns, part, seat string) 
 // confirm retries on an unknown outcome with the same idempotency key, so a
 // purchase is never made twice. No sleep between tries: the client waits for
 // the daemon (reconnecting with backoff) within each try's deadline.
-func confirm(ctx context.Context, h *holdfast.Hold, key string) (*holdfast.Confirmation, error) {
+func confirm(ctx context.Context, h *holdfast.Hold, key string) (*holdfast.ConfirmResult, error) {
 	opts := holdfast.ConfirmOptions{IdempotencyKey: key, Reference: "customer-42"}
 	var err error
 	for attempt := 1; attempt <= 3; attempt++ {
 		callCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		var conf *holdfast.Confirmation
+		var conf *holdfast.ConfirmResult
 		conf, err = h.Confirm(callCtx, opts)
 		cancel()
 		if err == nil || !holdfast.IsRetryable(err) {

@@ -7,14 +7,17 @@ import logging
 import math
 import os
 import threading
+import warnings
 import weakref
 from collections import OrderedDict
 from random import getrandbits as _getrandbits
 from dataclasses import dataclass, field
-from typing import (Any, Callable, Dict, Generic, Iterable, List, Mapping, Optional, Sequence,
-                    Tuple, TypeVar, Union)
+from typing import Any, Callable, Dict, Generic, Iterable, Iterator, List, Optional, Tuple, TypeVar
 
+from ._deprecated import HoldAliases
 from ._gen import holdfast_pb2 as pb
+# SegmentLike, TargetLike and as_target serve the clients too, as m.<name>.
+from ._targets import _MAX_UINT32, Seats, SegmentLike, TargetLike, as_target, check_names
 from ._trace import traceparent_for
 from .errors import ClientClosed, Code, HoldfastError, InvalidArgument, Unavailable, error_for
 
@@ -53,50 +56,6 @@ def reconnect_delay(attempt: int, u: float) -> float:
     return nominal * (1 - RECONNECT_JITTER * u)
 
 
-_MAX_UINT32 = 2**32 - 1
-
-
-@dataclass(frozen=True)
-class Segment:
-    """A trip along a line of stops (journey segments, docs/segments.md):
-    legs `from_stop` .. `to_stop` - 1, leg k running from stop k to stop k+1.
-
-    In a namespace with `max_legs > 0` every request names one, and answers
-    name each leg as "<id>@<leg>" (`"E7@1"`). A `(from_stop, to_stop)` tuple
-    works wherever a Segment does."""
-
-    from_stop: int
-    to_stop: int
-
-    def __post_init__(self) -> None:
-        for name in ("from_stop", "to_stop"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"Segment.{name} must be an int, got {v!r}")
-            if not 0 <= v <= _MAX_UINT32:
-                raise ValueError(f"Segment.{name} must be a stop number >= 0, got {v}")
-
-    def legs(self) -> range:
-        """The legs of the trip: from_stop .. to_stop - 1."""
-        return range(self.from_stop, self.to_stop)
-
-    def resource_ids(self, ids: Iterable[str]) -> List[str]:
-        """The per-leg names the daemon answers with: ["E7@0", "E7@1", ...]."""
-        return [f"{i}@{leg}" for i in check_ids(ids) for leg in self.legs()]
-
-
-SegmentLike = Union[Segment, Tuple[int, int]]
-
-
-def as_segment(segment: Optional[SegmentLike]) -> Optional[Segment]:
-    """None, a Segment, or a (from_stop, to_stop) pair -> Optional[Segment]."""
-    if segment is None or isinstance(segment, Segment):
-        return segment
-    if isinstance(segment, (tuple, list)) and len(segment) == 2:
-        return Segment(segment[0], segment[1])
-    raise TypeError(f"segment must be a Segment or a (from_stop, to_stop) pair, got {segment!r}")
-
-
 class ResourceState(enum.IntEnum):
     UNSPECIFIED = 0
     FREE = 1
@@ -114,17 +73,26 @@ class Claim:
 
 @dataclass(frozen=True)
 class ConfirmResult:
+    """The answer of a Confirm: `claims` for seats (one per id, or per leg),
+    `units` ({pool: count} sold, in the hold's order) for pools."""
+
     fence: int
-    claims: Tuple[Claim, ...]
+    claims: Tuple[Claim, ...] = ()
     # True when the daemon replayed the stored result of an identical earlier
     # confirm (same idempotency key and request).
-    replayed: bool
+    replayed: bool = False
+    units: Dict[str, int] = field(default_factory=dict, hash=False)
+    confirmed_at_unix_ms: int = 0  # pools: when PostgreSQL committed the sale
 
 
 @dataclass(frozen=True)
 class CancelResult:
+    """The answer of a Cancel: ids (legs) or units given back, and for pools
+    how many of each pool."""
+
     cancelled: int
-    replayed: bool
+    replayed: bool = False
+    units: Dict[str, int] = field(default_factory=dict, hash=False)
 
 
 @dataclass(frozen=True)
@@ -135,6 +103,46 @@ class ResourceStatus:
     state: ResourceState
     ttl_ms: int
     owned: bool
+
+
+@dataclass(frozen=True)
+class PoolStatus:
+    """A pool as Redis sees it now (capacity and sold mirrored from
+    PostgreSQL); a diagnostic, never permission for anything."""
+
+    pool: str
+    capacity: int
+    sold: int
+    held: int   # units in live holds, everyone's
+    free: int   # capacity - sold - held, 0 when that is negative
+    owned: int  # units the request's token holds in this pool
+    ttl_ms: int  # remaining TTL of the token's hold (0 when it holds none)
+
+
+@dataclass(frozen=True)
+class StatusResult:
+    """The answer of a Status, for every kind of target: `resources` for
+    seats (per id, or per leg "<id>@<leg>"), `pools` for units."""
+
+    resources: Tuple[ResourceStatus, ...] = ()
+    pools: Tuple[PoolStatus, ...] = ()
+
+    # Deprecated, for one release: status calls returned a plain list (of
+    # ResourceStatus, or of PoolStatus for pools), so the result still reads
+    # as one.
+    def _as_list(self) -> List[Any]:
+        warnings.warn("reading a StatusResult as a list is deprecated: use .resources "
+                      "(seats) or .pools (units)", DeprecationWarning, stacklevel=3)
+        return [*self.resources, *self.pools]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._as_list())
+
+    def __len__(self) -> int:
+        return len(self._as_list())
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._as_list()[i]
 
 
 @dataclass(frozen=True)
@@ -150,43 +158,6 @@ class Health:
     connections: int
     in_flight: int
     draining: bool
-
-
-# ---- pools (docs/pools.md) ---------------------------------------------------
-
-@dataclass(frozen=True)
-class PoolConfirmResult:
-    """A confirmed hold of units: what was sold, and when (PostgreSQL's clock)."""
-
-    fence: int
-    units: Dict[str, int] = field(hash=False)  # pool -> units sold, in the hold's order
-    confirmed_at_unix_ms: int
-    # True when the daemon replayed the stored result of an identical earlier
-    # confirm (same idempotency key and request).
-    replayed: bool
-
-
-@dataclass(frozen=True)
-class PoolCancelResult:
-    """Units given back from those sold under a reference."""
-
-    cancelled: int  # units, all pools together
-    units: Dict[str, int] = field(hash=False)  # pool -> units given back
-    replayed: bool
-
-
-@dataclass(frozen=True)
-class PoolStatus:
-    """A pool as Redis sees it now (capacity and sold mirrored from
-    PostgreSQL); a diagnostic, never permission for anything."""
-
-    pool: str
-    capacity: int
-    sold: int
-    held: int   # units in live holds, everyone's
-    free: int   # capacity - sold - held, 0 when that is negative
-    owned: int  # units the request's token holds in this pool
-    ttl_ms: int  # remaining TTL of the token's hold (0 when it holds none)
 
 
 @dataclass(frozen=True)
@@ -212,9 +183,6 @@ class Capacities:
         return next((p for p in self.pools if p.pool == pool), None)
 
 
-UnitsLike = Union[Mapping[str, int], Iterable[Tuple[str, int]]]
-
-
 # A random (version 4) UUID as 32 hex digits, made without a UUID object (a
 # tenth of uuid.uuid4().hex's cost, on every hold): random's generator is
 # seeded from the OS and reseeded in a forked child.
@@ -229,20 +197,6 @@ def new_correlation_id() -> str:
 def timeout_ms(seconds: float) -> int:
     """Relative deadline for the wire: at least 1 ms (0 would mean 'daemon default')."""
     return max(1, min(_MAX_TIMEOUT_MS, math.ceil(seconds * 1000)))
-
-
-def check_ids(ids: Iterable[str]) -> List[str]:
-    # A bare string is iterable too; "E7" would silently become ["E", "7"].
-    if isinstance(ids, (str, bytes)):
-        raise TypeError("ids must be a sequence of resource ids, not a single string")
-    return list(ids)
-
-
-def check_names(names: Iterable[str], what: str = "pools") -> List[str]:
-    """Pool names (a mapping of units gives its pools)."""
-    if isinstance(names, (str, bytes)):
-        raise TypeError(f"{what} must be a sequence of pool names, not a single string")
-    return list(names)
 
 
 def wait_ms(wait: Optional[float]) -> int:
@@ -272,9 +226,8 @@ def check_timeout(timeout: Optional[float], default: float) -> float:
 # Every request of the API is built here, once, for both clients: a `Call`
 # names the Request field it travels in, carries the message, and maps the
 # result message to what the API returns; a hold's wait stretches its
-# deadline (`min_seconds`). What a request acts on is its target: `Seats`
-# (ids, and a journey segment where the namespace has legs), `Units` (pool ->
-# count, in a namespace of kind "pools") or pool names alone (`_Pools`).
+# deadline (`min_seconds`). What a request acts on is its target (Seats or
+# Units, _targets.py), which fills the message's target fields.
 
 T = TypeVar("T")
 
@@ -301,152 +254,19 @@ def _same(r: Any) -> Any:
     return r
 
 
-@dataclass(frozen=True)
-class Seats:
-    """The target of a seat request: resource ids, and the journey segment
-    whose legs the request acts on (namespaces with max_legs, only there)."""
-
-    ids: Tuple[str, ...]
-    segment: Optional[Segment] = None
-
-    @classmethod
-    def of(cls, ids: Iterable[str], segment: Optional[SegmentLike] = None) -> "Seats":
-        return cls(tuple(check_ids(ids)), as_segment(segment))
-
-    def put(self, msg: Any, counts: bool = False) -> Any:
-        """Fill `msg`'s target fields (`counts` matters only for pools)."""
-        msg.ids.extend(self.ids)
-        # Unset on the wire when None: namespaces without legs refuse one.
-        if self.segment is not None:
-            msg.segment.from_stop = self.segment.from_stop
-            msg.segment.to_stop = self.segment.to_stop
-        return msg
-
-    def confirm_result(self, r: pb.ConfirmResponse) -> "ConfirmResult":
-        return confirm_result(r)
-
-    def cancel_result(self, r: pb.CancelResponse) -> "CancelResult":
-        return cancel_result(r)
-
-    def status_result(self, r: pb.StatusResponse) -> "List[ResourceStatus]":
-        return status_result(r)
-
-    def describe(self) -> str:
-        seg = self.segment
-        return f"ids={list(self.ids)!r}" + (f", segment=({seg.from_stop}, {seg.to_stop})"
-                                            if seg else "")
-
-
-@dataclass(frozen=True)
-class Units:
-    """The target of a pool request (a namespace of kind "pools"): `count`
-    units of each pool, in the order given. Hold, Confirm and Cancel send the
-    units; Extend, Release and Status only the pools."""
-
-    items: Tuple[Tuple[str, int], ...]
-
-    @classmethod
-    def of(cls, units: UnitsLike) -> "Units":
-        """From {"adult": 2, "child": 1} or [("adult", 2), ("child", 1)]."""
-        if isinstance(units, (str, bytes)):
-            raise TypeError('units must map pools to counts, e.g. {"adult": 2}, not a string')
-        pairs = list(units.items()) if isinstance(units, Mapping) else list(units)
-        items = []
-        for pair in pairs:
-            if isinstance(pair, (str, bytes)) or len(pair) != 2:
-                raise TypeError(f"units must be (pool, count) pairs, got {pair!r}")
-            pool, count = pair
-            if not isinstance(pool, str):
-                raise TypeError(f"a pool name must be a str, got {pool!r}")
-            if isinstance(count, bool) or not isinstance(count, int):
-                raise TypeError(f"the count of pool {pool!r} must be an int, got {count!r}")
-            if not 0 <= count <= _MAX_UINT32:
-                raise ValueError(f"the count of pool {pool!r} is out of range: {count}")
-            items.append((pool, count))
-        return cls(tuple(items))
-
-    @property
-    def pools(self) -> Tuple[str, ...]:
-        return tuple(p for p, _ in self.items)
-
-    def as_dict(self) -> Dict[str, int]:
-        return dict(self.items)
-
-    def put(self, msg: Any, counts: bool = False) -> Any:
-        if counts:
-            for pool, count in self.items:
-                msg.units.add(pool=pool, count=count)
-        else:
-            msg.pools.extend(self.pools)
-        return msg
-
-    def confirm_result(self, r: pb.ConfirmResponse) -> PoolConfirmResult:
-        return pool_confirm_result(r)
-
-    def cancel_result(self, r: pb.CancelResponse) -> PoolCancelResult:
-        return pool_cancel_result(r)
-
-    def status_result(self, r: pb.StatusResponse) -> List[PoolStatus]:
-        return pool_status_result(r)
-
-    def describe(self) -> str:
-        return f"units={self.as_dict()!r}"
-
-
-@dataclass(frozen=True)
-class _Pools:
-    """Pools named without counts: the target of a low-level Extend, Release
-    or Status of units."""
-
-    names: Tuple[str, ...]
-
-    def put(self, msg: Any, counts: bool = False) -> Any:
-        if counts:
-            raise TypeError("this call needs units (pool -> count), not pool names")
-        msg.pools.extend(self.names)
-        return msg
-
-    def status_result(self, r: pb.StatusResponse) -> List[PoolStatus]:
-        return pool_status_result(r)
-
-
-def pools_target(pools: Iterable[str]) -> _Pools:
-    return _Pools(tuple(check_names(pools)))
-
-
-Target = Union[Seats, Units, _Pools]
-HoldTarget = Union[Seats, Units]  # what a hold handle holds
-
-
-def as_target(what: Union[Target, Iterable[str]], segment: Optional[SegmentLike] = None) -> Target:
-    """A target as given, or the Seats of an ids sequence (and segment)."""
-    if isinstance(what, (Seats, Units, _Pools)):
-        if segment is not None and not isinstance(what, Seats):
-            raise TypeError("a journey segment applies to seats, not to pools")
-        return what
-    return Seats.of(what, segment)
-
-
-def _counted(target: Target) -> HoldTarget:
-    if isinstance(target, _Pools):
-        raise TypeError("this call needs units (pool -> count), not pool names")
-    return target
-
-
 def _require_key(idempotency_key: str) -> None:
     if not idempotency_key:
         # Checked here because a confirm without a stable key cannot be retried safely.
         raise InvalidArgument("idempotency_key is required", field="idempotency_key")
 
 
-def hold_call(namespace: str, partition: str, what: Union[Target, Iterable[str]],
-              ttl_ms: int = 0, segment: Optional[SegmentLike] = None,
+def hold_call(namespace: str, partition: str, target: TargetLike, ttl_ms: int = 0,
               session: bool = False, wait: Optional[float] = None) -> Call[pb.HoldResponse]:
     """Hold: the answer stays a HoldResponse, the clients make the handle.
     `wait` (seconds) queues behind a holder instead of answering
     HELD_BY_ANOTHER at once; the call's deadline is then at least the wait
     plus WAIT_MARGIN."""
-    target = _counted(as_target(what, segment))
+    target = as_target(target)
     if session and not isinstance(target, Seats):
         # The daemon's pool holds have no session: it would be a plain TTL hold.
         raise TypeError("session holds are for seats: a hold of units takes a ttl_ms")
@@ -460,47 +280,43 @@ def hold_call(namespace: str, partition: str, what: Union[Target, Iterable[str]]
     return Call("hold", msg, _same, min_seconds=waits / 1000 + WAIT_MARGIN if waits else 0.0)
 
 
-def extend_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], token: str,
-                ttl_ms: int = 0, segment: Optional[SegmentLike] = None) -> Call[int]:
-    msg = as_target(what, segment).put(pb.ExtendRequest(namespace=namespace, partition=partition,
-                                                        token=token, ttl_ms=ttl_ms))
+def extend_call(namespace: str, partition: str, target: TargetLike, token: str,
+                ttl_ms: int = 0) -> Call[int]:
+    msg = as_target(target).put(pb.ExtendRequest(namespace=namespace, partition=partition,
+                                                 token=token, ttl_ms=ttl_ms))
     return Call("extend", msg, lambda r: r.ttl_ms)
 
 
-def release_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], token: str,
-                 segment: Optional[SegmentLike] = None) -> Call[int]:
-    msg = as_target(what, segment).put(pb.ReleaseRequest(namespace=namespace, partition=partition,
-                                                         token=token))
+def release_call(namespace: str, partition: str, target: TargetLike, token: str) -> Call[int]:
+    msg = as_target(target).put(pb.ReleaseRequest(namespace=namespace, partition=partition,
+                                                  token=token))
     return Call("release", msg, lambda r: r.released)
 
 
-def confirm_call(namespace: str, partition: str, what: Union[Target, Iterable[str]], token: str,
-                 idempotency_key: str, reference: str = "", payload: bytes = b"",
-                 segment: Optional[SegmentLike] = None) -> Call[Any]:
+def confirm_call(namespace: str, partition: str, target: TargetLike, token: str,
+                 idempotency_key: str, reference: str = "",
+                 payload: bytes = b"") -> "Call[ConfirmResult]":
     _require_key(idempotency_key)
-    target = _counted(as_target(what, segment))
-    msg = target.put(pb.ConfirmRequest(namespace=namespace, partition=partition, token=token,
-                                       idempotency_key=idempotency_key, reference=reference,
-                                       payload=bytes(payload)), counts=True)
-    return Call("confirm", msg, target.confirm_result)
+    msg = as_target(target).put(pb.ConfirmRequest(
+        namespace=namespace, partition=partition, token=token, idempotency_key=idempotency_key,
+        reference=reference, payload=bytes(payload)), counts=True)
+    return Call("confirm", msg, confirm_result)
 
 
-def cancel_call(namespace: str, partition: str, what: Union[Target, Iterable[str]],
-                idempotency_key: str, reference: str = "",
-                segment: Optional[SegmentLike] = None) -> Call[Any]:
+def cancel_call(namespace: str, partition: str, target: TargetLike, idempotency_key: str,
+                reference: str = "") -> "Call[CancelResult]":
     _require_key(idempotency_key)
-    target = _counted(as_target(what, segment))
-    msg = target.put(pb.CancelRequest(namespace=namespace, partition=partition,
-                                      idempotency_key=idempotency_key, reference=reference),
-                     counts=True)
-    return Call("cancel", msg, target.cancel_result)
+    msg = as_target(target).put(pb.CancelRequest(
+        namespace=namespace, partition=partition, idempotency_key=idempotency_key,
+        reference=reference), counts=True)
+    return Call("cancel", msg, cancel_result)
 
 
-def status_call(namespace: str, partition: str, what: Union[Target, Iterable[str]],
-                token: Optional[str] = None, segment: Optional[SegmentLike] = None) -> Call[Any]:
-    target = as_target(what, segment)
-    msg = target.put(pb.StatusRequest(namespace=namespace, partition=partition, token=token or ""))
-    return Call("status", msg, target.status_result)
+def status_call(namespace: str, partition: str, target: TargetLike,
+                token: Optional[str] = None) -> "Call[StatusResult]":
+    msg = as_target(target).put(pb.StatusRequest(namespace=namespace, partition=partition,
+                                                 token=token or ""))
+    return Call("status", msg, status_result)
 
 
 def health_call() -> "Call[Health]":
@@ -557,27 +373,35 @@ def result_of(resp: pb.Response, method: str) -> Any:
     return result
 
 
+def _units(takes: Iterable[Any]) -> Dict[str, int]:
+    return {t.pool: t.count for t in takes}
+
+
 def confirm_result(r: pb.ConfirmResponse) -> ConfirmResult:
     return ConfirmResult(
         fence=r.fence,
-        claims=tuple(Claim(c.resource_id, c.fence, c.reference, c.confirmed_at_unix_ms) for c in r.claims),
-        replayed=r.replayed,
-    )
+        claims=tuple(Claim(c.resource_id, c.fence, c.reference, c.confirmed_at_unix_ms)
+                     for c in r.claims),
+        replayed=r.replayed, units=_units(r.units), confirmed_at_unix_ms=r.confirmed_at_unix_ms)
 
 
 def cancel_result(r: pb.CancelResponse) -> CancelResult:
-    return CancelResult(cancelled=r.cancelled, replayed=r.replayed)
+    return CancelResult(cancelled=r.cancelled, replayed=r.replayed, units=_units(r.units))
 
 
-def status_result(r: pb.StatusResponse) -> List[ResourceStatus]:
-    out = []
-    for s in r.resources:
-        try:
-            state = ResourceState(s.state)
-        except ValueError:
-            state = ResourceState.UNSPECIFIED
-        out.append(ResourceStatus(s.id, state, s.ttl_ms, s.owned))
-    return out
+def _state(value: int) -> ResourceState:
+    try:
+        return ResourceState(value)
+    except ValueError:  # a state this client does not know (a newer daemon)
+        return ResourceState.UNSPECIFIED
+
+
+def status_result(r: pb.StatusResponse) -> StatusResult:
+    return StatusResult(
+        resources=tuple(ResourceStatus(s.id, _state(s.state), s.ttl_ms, s.owned)
+                        for s in r.resources),
+        pools=tuple(PoolStatus(p.pool, p.capacity, p.sold, p.held, p.free, p.owned, p.ttl_ms)
+                    for p in r.pools))
 
 
 def health_result(r: pb.HealthResponse) -> Health:
@@ -585,24 +409,6 @@ def health_result(r: pb.HealthResponse) -> Health:
                   postgres=r.postgres, script_path=r.script_path, release_path=r.release_path,
                   library=r.library, connections=r.connections, in_flight=r.in_flight,
                   draining=r.draining)
-
-
-def _units(takes: Iterable[Any]) -> Dict[str, int]:
-    return {t.pool: t.count for t in takes}
-
-
-def pool_confirm_result(r: pb.ConfirmResponse) -> PoolConfirmResult:
-    return PoolConfirmResult(fence=r.fence, units=_units(r.units),
-                             confirmed_at_unix_ms=r.confirmed_at_unix_ms, replayed=r.replayed)
-
-
-def pool_cancel_result(r: pb.CancelResponse) -> PoolCancelResult:
-    return PoolCancelResult(cancelled=r.cancelled, units=_units(r.units), replayed=r.replayed)
-
-
-def pool_status_result(r: pb.StatusResponse) -> List[PoolStatus]:
-    return [PoolStatus(p.pool, p.capacity, p.sold, p.held, p.free, p.owned, p.ttl_ms)
-            for p in r.pools]
 
 
 def pool_capacity(p: pb.PoolCapacity) -> PoolCapacity:
@@ -613,21 +419,29 @@ def capacities_result(r: pb.GetCapacityResponse) -> Capacities:
     return Capacities(tuple(pool_capacity(p) for p in r.pools), r.default_capacity)
 
 
-class HoldBase:
-    """What every hold handle (Hold, AsyncHold, and their pool versions) keeps:
-    where it is, its target, its token, and its session state. The token is
-    available as `.token` but never shown by repr/str."""
+def token_fence(token: str) -> int:
+    """The fence a token starts with ("<fence>.<random>"), 0 when it does not:
+    the daemon, not the client, judges a token."""
+    head, dot, _ = token.partition(".")
+    return int(head) if dot and head.isascii() and head.isdigit() else 0
 
-    def __init__(self, client: Any, namespace: str, partition: str, target: HoldTarget, token: str,
-                 fence: int, ttl_ms: int, correlation_id: str, degraded: bool = False) -> None:
+
+class HoldBase(HoldAliases):
+    """What every hold handle (Hold, AsyncHold) keeps, for seats and units
+    alike: where it is, its target, its token, and its session state. The
+    token is available as `.token` but never shown by repr/str."""
+
+    def __init__(self, client: Any, namespace: str, partition: str, target: TargetLike,
+                 token: str, fence: int = 0, ttl_ms: int = 0,
+                 correlation_id: Optional[str] = None, degraded: bool = False) -> None:
         self._client = client
         self.namespace = namespace
         self.partition = partition
-        self._target = target
+        self.target = as_target(target)
         self._token = token
         self.fence = fence
         self.ttl_ms = ttl_ms
-        self.correlation_id = correlation_id
+        self.correlation_id = correlation_id or new_correlation_id()
         self.degraded = degraded
         self._active = True
         self.session = False
@@ -679,7 +493,7 @@ class HoldBase:
             if self._lost is not None:
                 deg += f", lost={self._lost.code_name}"
         return (f"{type(self).__name__}(namespace={self.namespace!r}, "
-                f"partition={self.partition!r}, {self._target.describe()}, fence={self.fence}, "
+                f"partition={self.partition!r}, target={self.target!r}, fence={self.fence}, "
                 f"ttl_ms={self.ttl_ms}{deg}, {state})")
 
     __str__ = __repr__

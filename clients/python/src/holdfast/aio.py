@@ -6,11 +6,13 @@ import asyncio
 import itertools
 import logging
 import random
-from typing import (Any, Callable, Coroutine, Dict, Generator, Generic, Iterable, List, Optional,
-                    Sequence, Tuple, TypeVar)
+from typing import (Any, Callable, Coroutine, Dict, Generator, Iterable, Optional, Tuple,
+                    TypeVar)
 
 from . import _model as m
+from ._deprecated import ClientAliases
 from ._gen import holdfast_pb2 as pb
+from .admin import AsyncAdmin
 from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, PermissionDenied,
                      ProtocolError, Unavailable, error_for)
 from .framing import FrameError, FrameReader, decode_response, encode_request
@@ -116,7 +118,7 @@ def _expire(fut: "asyncio.Future[pb.Response]", seconds: float) -> None:
         fut.set_exception(DeadlineExceeded(f"no answer from holdfastd within {seconds:g}s"))
 
 
-class AsyncClient:
+class AsyncClient(ClientAliases):
     """asyncio version of Client; use from one event loop.
 
         async with AsyncClient() as client:
@@ -134,6 +136,7 @@ class AsyncClient:
         self._closed = False
         self._ids = itertools.count(1)
         self._last_connect_error: Optional[BaseException] = None
+        self._admin = AsyncAdmin(self)
 
     async def aclose(self) -> None:
         self._closed = True
@@ -287,17 +290,20 @@ class AsyncClient:
 
     # ---- API (mirrors Client) --------------------------------------------
 
-    def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
-             segment: Optional[m.SegmentLike] = None, session: bool = False,
-             on_lost: "Optional[Callable[[AsyncHold], None]]" = None,
+    @property
+    def admin(self) -> AsyncAdmin:
+        """The operator's calls (set_capacity, set_default_capacity), awaited."""
+        return self._admin
+
+    def hold(self, namespace: str, partition: str, target: m.TargetLike, *, ttl_ms: int = 0,
+             session: bool = False, on_lost: "Optional[Callable[[AsyncHold], None]]" = None,
              wait: Optional[float] = None, timeout: Optional[float] = None,
-             correlation_id: Optional[str] = None,
-             traceparent: Optional[str] = None) -> "_HoldCall[AsyncHold]":
+             correlation_id: Optional[str] = None, traceparent: Optional[str] = None,
+             segment: Optional[m.SegmentLike] = None) -> "_HoldCall":
         """`h = await client.hold(...)`, or `async with client.hold(...) as h:`
-        which releases on exit. `segment`, session=True, on_lost and wait as
-        in Client.hold; on_lost runs on the event loop (a plain function, not
-        a coroutine)."""
-        target = m.Seats.of(ids, segment)
+        which releases on exit. As Client.hold; on_lost runs on the event loop
+        (a plain function, not a coroutine)."""
+        target = m.as_target(target, segment)
         call = m.hold_call(namespace, partition, target, ttl_ms, session=session, wait=wait)
         return _HoldCall(self._hold(call, namespace, partition, target, session, on_lost,
                                     timeout, correlation_id or m.new_correlation_id(),
@@ -306,51 +312,39 @@ class AsyncClient:
     async def _hold(self, call, namespace, partition, target, session, on_lost, timeout, cid,
                     traceparent) -> "AsyncHold":
         r, resp, conn = await self._call_on(call, timeout, cid, traceparent)
-        h = AsyncHold(self, namespace, partition, target.ids, r.token, r.fence, r.ttl_ms, cid,
-                      degraded=resp.degraded, segment=target.segment)
+        h = AsyncHold(self, namespace, partition, target, r.token, r.fence, r.ttl_ms, cid,
+                      degraded=resp.degraded)
         if session and not resp.degraded:
             h._bind_session(conn.sessions, on_lost)
         return h
 
-    async def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-                     ttl_ms: int = 0, segment: Optional[m.SegmentLike] = None,
-                     timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None,
-                     traceparent: Optional[str] = None) -> int:
-        return await self._run(m.extend_call(namespace, partition, ids, token, ttl_ms, segment),
+    def resume(self, namespace: str, partition: str, target: m.TargetLike, token: str, *,
+               correlation_id: Optional[str] = None) -> "AsyncHold":
+        """As Client.resume (no call to the daemon, so not awaited)."""
+        return AsyncHold(self, namespace, partition, target, token, m.token_fence(token),
+                         correlation_id=correlation_id)
+
+    async def cancel(self, namespace: str, partition: str, target: m.TargetLike, *,
+                     idempotency_key: str, reference: str = "", timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None, traceparent: Optional[str] = None,
+                     segment: Optional[m.SegmentLike] = None) -> m.CancelResult:
+        return await self._run(m.cancel_call(namespace, partition, m.as_target(target, segment),
+                                             idempotency_key, reference),
                                timeout, correlation_id, traceparent)
 
-    async def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-                      segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                      correlation_id: Optional[str] = None,
-                      traceparent: Optional[str] = None) -> int:
-        return await self._run(m.release_call(namespace, partition, ids, token, segment),
+    async def status(self, namespace: str, partition: str, target: m.TargetLike, *,
+                     token: Optional[str] = None, timeout: Optional[float] = None,
+                     correlation_id: Optional[str] = None, traceparent: Optional[str] = None,
+                     segment: Optional[m.SegmentLike] = None) -> m.StatusResult:
+        return await self._run(m.status_call(namespace, partition, m.as_target(target, segment),
+                                             token),
                                timeout, correlation_id, traceparent)
 
-    async def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-                      idempotency_key: str, reference: str = "", payload: bytes = b"",
-                      segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                      correlation_id: Optional[str] = None,
-                      traceparent: Optional[str] = None) -> m.ConfirmResult:
-        return await self._run(m.confirm_call(namespace, partition, ids, token, idempotency_key,
-                                              reference, payload, segment),
-                               timeout, correlation_id, traceparent)
-
-    async def cancel(self, namespace: str, partition: str, ids: Sequence[str], *,
-                     idempotency_key: str, reference: str = "",
-                     segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None,
-                     traceparent: Optional[str] = None) -> m.CancelResult:
-        return await self._run(m.cancel_call(namespace, partition, ids, idempotency_key,
-                                             reference, segment),
-                               timeout, correlation_id, traceparent)
-
-    async def status(self, namespace: str, partition: str, ids: Sequence[str], *,
-                     token: Optional[str] = None, segment: Optional[m.SegmentLike] = None,
-                     timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None,
-                     traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
-        return await self._run(m.status_call(namespace, partition, ids, token, segment),
+    async def get_capacity(self, namespace: str, partition: str, pools: Iterable[str] = (), *,
+                           timeout: Optional[float] = None,
+                           correlation_id: Optional[str] = None,
+                           traceparent: Optional[str] = None) -> m.Capacities:
+        return await self._run(m.get_capacity_call(namespace, partition, pools),
                                timeout, correlation_id, traceparent)
 
     async def health(self, *, timeout: Optional[float] = None,
@@ -363,102 +357,18 @@ class AsyncClient:
                       traceparent: Optional[str] = None) -> str:
         return await self._run(m.metrics_call(), timeout, correlation_id, traceparent)
 
-    # ---- pools (docs/pools.md; as in Client) --------------------------------
 
-    def hold_units(self, namespace: str, partition: str, units: m.UnitsLike, *, ttl_ms: int = 0,
-                   wait: Optional[float] = None, timeout: Optional[float] = None,
-                   correlation_id: Optional[str] = None,
-                   traceparent: Optional[str] = None) -> "_HoldCall[AsyncPoolHold]":
-        """`h = await client.hold_units(...)`, or `async with
-        client.hold_units(...) as h:` which releases on exit; as
-        Client.hold_units."""
-        target = m.Units.of(units)
-        call = m.hold_call(namespace, partition, target, ttl_ms, wait=wait)
-        return _HoldCall(self._hold_units(call, namespace, partition, target, timeout,
-                                          correlation_id or m.new_correlation_id(), traceparent))
-
-    async def _hold_units(self, call, namespace, partition, target, timeout, cid,
-                          traceparent) -> "AsyncPoolHold":
-        r, resp, _ = await self._call_on(call, timeout, cid, traceparent)
-        return AsyncPoolHold(self, namespace, partition, target.items, r.token, r.fence,
-                             r.ttl_ms, cid, degraded=resp.degraded)
-
-    async def extend_units(self, namespace: str, partition: str, pools: Iterable[str],
-                           token: str, *, ttl_ms: int = 0, timeout: Optional[float] = None,
-                           correlation_id: Optional[str] = None,
-                           traceparent: Optional[str] = None) -> int:
-        return await self._run(m.extend_call(namespace, partition, m.pools_target(pools), token,
-                                             ttl_ms), timeout, correlation_id, traceparent)
-
-    async def release_units(self, namespace: str, partition: str, pools: Iterable[str],
-                            token: str, *, timeout: Optional[float] = None,
-                            correlation_id: Optional[str] = None,
-                            traceparent: Optional[str] = None) -> int:
-        return await self._run(m.release_call(namespace, partition, m.pools_target(pools), token),
-                               timeout, correlation_id, traceparent)
-
-    async def confirm_units(self, namespace: str, partition: str, units: m.UnitsLike,
-                            token: str, *, idempotency_key: str, reference: str = "",
-                            payload: bytes = b"", timeout: Optional[float] = None,
-                            correlation_id: Optional[str] = None,
-                            traceparent: Optional[str] = None) -> m.PoolConfirmResult:
-        return await self._run(m.confirm_call(namespace, partition, m.Units.of(units), token,
-                                              idempotency_key, reference, payload),
-                               timeout, correlation_id, traceparent)
-
-    async def cancel_units(self, namespace: str, partition: str, units: m.UnitsLike, *,
-                           idempotency_key: str, reference: str,
-                           timeout: Optional[float] = None,
-                           correlation_id: Optional[str] = None,
-                           traceparent: Optional[str] = None) -> m.PoolCancelResult:
-        return await self._run(m.cancel_call(namespace, partition, m.Units.of(units),
-                                             idempotency_key, reference),
-                               timeout, correlation_id, traceparent)
-
-    async def pool_status(self, namespace: str, partition: str, pools: Iterable[str], *,
-                          token: Optional[str] = None, timeout: Optional[float] = None,
-                          correlation_id: Optional[str] = None,
-                          traceparent: Optional[str] = None) -> List[m.PoolStatus]:
-        return await self._run(m.status_call(namespace, partition, m.pools_target(pools), token),
-                               timeout, correlation_id, traceparent)
-
-    async def set_capacity(self, namespace: str, partition: str, pool: str, capacity: int, *,
-                           timeout: Optional[float] = None,
-                           correlation_id: Optional[str] = None,
-                           traceparent: Optional[str] = None) -> m.PoolCapacity:
-        return await self._run(m.set_capacity_call(namespace, partition, pool, capacity),
-                               timeout, correlation_id, traceparent)
-
-    async def set_default_capacity(self, namespace: str, partition: str, capacity: int, *,
-                                   timeout: Optional[float] = None,
-                                   correlation_id: Optional[str] = None,
-                                   traceparent: Optional[str] = None) -> m.PoolCapacity:
-        return await self._run(m.set_capacity_call(namespace, partition, "", capacity,
-                                                   partition_default=True),
-                               timeout, correlation_id, traceparent)
-
-    async def get_capacity(self, namespace: str, partition: str, pools: Iterable[str] = (), *,
-                           timeout: Optional[float] = None,
-                           correlation_id: Optional[str] = None,
-                           traceparent: Optional[str] = None) -> m.Capacities:
-        return await self._run(m.get_capacity_call(namespace, partition, pools),
-                               timeout, correlation_id, traceparent)
-
-
-H = TypeVar("H", bound="_AsyncHoldCalls")
-
-
-class _HoldCall(Generic[H]):
+class _HoldCall:
     """What AsyncClient.hold returns: await it, or use it with `async with`."""
 
-    def __init__(self, coro: "Coroutine[Any, Any, H]") -> None:
+    def __init__(self, coro: "Coroutine[Any, Any, AsyncHold]") -> None:
         self._coro = coro
-        self._hold: Optional[H] = None
+        self._hold: Optional[AsyncHold] = None
 
-    def __await__(self) -> Generator[Any, None, H]:
+    def __await__(self) -> "Generator[Any, None, AsyncHold]":
         return self._coro.__await__()
 
-    async def __aenter__(self) -> H:
+    async def __aenter__(self) -> "AsyncHold":
         self._hold = await self._coro
         return self._hold
 
@@ -467,8 +377,9 @@ class _HoldCall(Generic[H]):
         await self._hold.__aexit__(exc_type, exc, tb)
 
 
-class _AsyncHoldCalls(m.HoldBase):
-    """The calls every asyncio hold handle makes on its own target."""
+class AsyncHold(m.HoldBase):
+    """A granted hold of seats or units (asyncio). Same contract as Hold; the
+    token never appears in repr/str."""
 
     _client: AsyncClient
 
@@ -476,34 +387,37 @@ class _AsyncHoldCalls(m.HoldBase):
                    traceparent: Optional[str]) -> T:
         return await self._client._run(call, timeout, self.correlation_id, traceparent)
 
-    async def _confirm(self, idempotency_key: str, reference: str, payload: bytes,
-                       timeout: Optional[float], traceparent: Optional[str]) -> Any:
-        res = await self._run(m.confirm_call(self.namespace, self.partition, self._target,
-                                             self._token, idempotency_key, reference, payload),
-                              timeout, traceparent)
-        self._finished()
-        return res
-
-    async def _status(self, timeout: Optional[float], traceparent: Optional[str]) -> Any:
-        return await self._run(m.status_call(self.namespace, self.partition, self._target,
-                                             self._token), timeout, traceparent)
-
     async def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None,
                      traceparent: Optional[str] = None) -> int:
         """Stretch the hold's TTL; returns the TTL applied (ms)."""
-        self.ttl_ms = await self._run(m.extend_call(self.namespace, self.partition, self._target,
+        self.ttl_ms = await self._run(m.extend_call(self.namespace, self.partition, self.target,
                                                     self._token, ttl_ms), timeout, traceparent)
         return self.ttl_ms
 
     async def release(self, *, timeout: Optional[float] = None,
                       traceparent: Optional[str] = None) -> int:
-        """Give the hold back; returns how many ids (pools: units) were released."""
-        n = await self._run(m.release_call(self.namespace, self.partition, self._target,
+        """Give the hold back; returns how many ids (legs; pools: units) were released."""
+        n = await self._run(m.release_call(self.namespace, self.partition, self.target,
                                            self._token), timeout, traceparent)
         self._finished()
         return n
 
-    async def __aenter__(self: H) -> H:
+    async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                      timeout: Optional[float] = None,
+                      traceparent: Optional[str] = None) -> m.ConfirmResult:
+        """As Hold.confirm."""
+        res = await self._run(m.confirm_call(self.namespace, self.partition, self.target,
+                                             self._token, idempotency_key, reference, payload),
+                              timeout, traceparent)
+        self._finished()
+        return res
+
+    async def status(self, *, timeout: Optional[float] = None,
+                     traceparent: Optional[str] = None) -> m.StatusResult:
+        return await self._run(m.status_call(self.namespace, self.partition, self.target,
+                                             self._token), timeout, traceparent)
+
+    async def __aenter__(self) -> "AsyncHold":
         return self
 
     async def __aexit__(self, exc_type, exc, tb) -> None:
@@ -513,63 +427,3 @@ class _AsyncHoldCalls(m.HoldBase):
             await self.release()
         except HoldfastError as err:
             m.scope_exit_failed(self, err, body_raised=exc_type is not None)
-
-
-class AsyncHold(_AsyncHoldCalls):
-    """A granted hold (asyncio). Same contract as Hold (it remembers its
-    `segment` too); the token never appears in repr/str."""
-
-    _target: m.Seats
-
-    def __init__(self, client: AsyncClient, namespace: str, partition: str, ids: Sequence[str],
-                 token: str, fence: int, ttl_ms: int, correlation_id: str,
-                 degraded: bool = False, segment: Optional[m.SegmentLike] = None) -> None:
-        super().__init__(client, namespace, partition, m.Seats.of(ids, segment), token, fence,
-                         ttl_ms, correlation_id, degraded)
-
-    @property
-    def ids(self) -> Tuple[str, ...]:
-        return self._target.ids
-
-    @property
-    def segment(self) -> Optional[m.Segment]:
-        return self._target.segment
-
-    async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
-                      timeout: Optional[float] = None,
-                      traceparent: Optional[str] = None) -> m.ConfirmResult:
-        return await self._confirm(idempotency_key, reference, payload, timeout, traceparent)
-
-    async def status(self, *, timeout: Optional[float] = None,
-                     traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
-        return await self._status(timeout, traceparent)
-
-
-class AsyncPoolHold(_AsyncHoldCalls):
-    """A granted hold of units (asyncio). Same contract as PoolHold; the token
-    never appears in repr/str."""
-
-    _target: m.Units
-
-    def __init__(self, client: AsyncClient, namespace: str, partition: str, units: m.UnitsLike,
-                 token: str, fence: int, ttl_ms: int, correlation_id: str,
-                 degraded: bool = False) -> None:
-        super().__init__(client, namespace, partition, m.Units.of(units), token, fence, ttl_ms,
-                         correlation_id, degraded)
-
-    @property
-    def units(self) -> Dict[str, int]:
-        return self._target.as_dict()
-
-    @property
-    def pools(self) -> Tuple[str, ...]:
-        return self._target.pools
-
-    async def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
-                      timeout: Optional[float] = None,
-                      traceparent: Optional[str] = None) -> m.PoolConfirmResult:
-        return await self._confirm(idempotency_key, reference, payload, timeout, traceparent)
-
-    async def status(self, *, timeout: Optional[float] = None,
-                     traceparent: Optional[str] = None) -> List[m.PoolStatus]:
-        return await self._status(timeout, traceparent)

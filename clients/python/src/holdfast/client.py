@@ -10,10 +10,12 @@ import select
 import socket
 import threading
 import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, TypeVar
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypeVar
 
 from . import _model as m
+from ._deprecated import ClientAliases
 from ._gen import holdfast_pb2 as pb
+from .admin import Admin
 from .errors import (ClientClosed, DeadlineExceeded, HoldfastError, PermissionDenied,
                      ProtocolError, Unavailable, error_for)
 from .framing import FrameError, FrameReader, decode_response, encode_request
@@ -462,7 +464,7 @@ def _wait_writable(sock: socket.socket, timeout: float) -> bool:
     return bool(poller.poll(max(1, int(timeout * 1000))))
 
 
-class Client:
+class Client(ClientAliases):
     """Talks to holdfastd over its Unix socket. Thread-safe; share one per process.
 
     The socket is `socket_path`, else $HOLDFAST_SOCKET, else
@@ -483,6 +485,7 @@ class Client:
         self._closed = False
         self._ids = itertools.count(1)
         self._ids_lock = threading.Lock()
+        self._admin = Admin(self)
 
     # ---- lifecycle --------------------------------------------------------
 
@@ -607,22 +610,30 @@ class Client:
         assert pending.response is not None
         return pending.response, conn
 
-    # ---- API --------------------------------------------------------------
+    # ---- API (protos/contract/surface.json) -----------------------------------
 
-    def hold(self, namespace: str, partition: str, ids: Sequence[str], *, ttl_ms: int = 0,
-             segment: Optional[m.SegmentLike] = None, session: bool = False,
-             on_lost: "Optional[Callable[[Hold], None]]" = None, wait: Optional[float] = None,
-             timeout: Optional[float] = None, correlation_id: Optional[str] = None,
-             traceparent: Optional[str] = None) -> "Hold":
-        """Hold every id of `ids` in one partition, all or nothing.
+    @property
+    def admin(self) -> Admin:
+        """The operator's calls (set_capacity, set_default_capacity)."""
+        return self._admin
+
+    def hold(self, namespace: str, partition: str, target: m.TargetLike, *, ttl_ms: int = 0,
+             session: bool = False, on_lost: "Optional[Callable[[Hold], None]]" = None,
+             wait: Optional[float] = None, timeout: Optional[float] = None,
+             correlation_id: Optional[str] = None, traceparent: Optional[str] = None,
+             segment: Optional[m.SegmentLike] = None) -> "Hold":
+        """Hold the whole target in one partition, all or nothing: Seats (or a
+        plain list of ids) or Units of pools.
 
         Returns a Hold; use it as a context manager to release it on exit.
-        ttl_ms=0 uses the namespace's default TTL. `segment` (a Segment or a
-        (from_stop, to_stop) pair) holds legs from_stop .. to_stop - 1 of each
-        id, in a namespace with max_legs (and only there); the Hold remembers
-        it for its extend, release, confirm, status and scope exit.
+        ttl_ms=0 uses the namespace's default TTL. Seats(ids, segment) holds
+        legs from_stop .. to_stop - 1 of each id, in a namespace with max_legs
+        (and only there); the Hold keeps its target for its extend, release,
+        confirm, status and scope exit. Units({"adult": 2}) raises
+        HeldByAnother (resource_id: the pool) when a pool has fewer units free
+        than asked, Confirmed when fewer are left unsold; nothing is taken then.
 
-        session=True binds the hold to this client's connection
+        session=True (seats) binds the hold to this client's connection
         (docs/sessions.md): the daemon renews it while the connection lives
         and releases it at once when the connection closes (the process
         exits or is killed). ttl_ms must then be 0. If the daemon cannot keep
@@ -632,70 +643,71 @@ class Client:
         while it has session holds), or in close(); keep it short and make
         no calls on the client from it.
 
-        wait=seconds waits in line (docs/waiting.md) when an id is held by
-        another token, instead of raising HeldByAnother at once: waiters are
-        served in arrival order, all ids or none. When the wait runs out it
+        wait=seconds waits in line (docs/waiting.md) when the target is held
+        by another token, instead of raising HeldByAnother at once: waiters are
+        served in arrival order, all or nothing. When the wait runs out it
         raises HeldByAnother (or DeadlineExceeded), as without a wait; a sold
         id raises Confirmed at once. The call's deadline is then at least
-        wait + 1 s (whatever `timeout` says), so the daemon answers first."""
-        target = m.Seats.of(ids, segment)
+        wait + 1 s (whatever `timeout` says), so the daemon answers first.
+
+        segment= is deprecated: pass Seats(ids, segment)."""
+        target = m.as_target(target, segment)
         cid = correlation_id or m.new_correlation_id()
         r, resp, conn = self._call_on(m.hold_call(namespace, partition, target, ttl_ms,
                                                   session=session, wait=wait),
                                       timeout, cid, traceparent)
-        h = Hold(self, namespace, partition, target.ids, r.token, r.fence, r.ttl_ms, cid,
-                 degraded=resp.degraded, segment=target.segment)
+        h = Hold(self, namespace, partition, target, r.token, r.fence, r.ttl_ms, cid,
+                 degraded=resp.degraded)
         if session and not resp.degraded:
             h._bind_session(conn.sessions, on_lost)
             conn.watch_sessions()
         return h
 
-    def extend(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-               ttl_ms: int = 0, segment: Optional[m.SegmentLike] = None,
-               timeout: Optional[float] = None, correlation_id: Optional[str] = None,
-               traceparent: Optional[str] = None) -> int:
-        """Stretch a hold's TTL (owner-checked); returns the TTL applied."""
-        return self._run(m.extend_call(namespace, partition, ids, token, ttl_ms, segment),
+    def resume(self, namespace: str, partition: str, target: m.TargetLike, token: str, *,
+               correlation_id: Optional[str] = None) -> "Hold":
+        """The Hold for a token received elsewhere (another process, a stored
+        order), to extend, release, confirm or ask about it. No call to the
+        daemon: its fence is read from the token and its ttl_ms is 0 until an
+        extend. Give the same target the hold was taken with (Units with
+        counts to confirm; pool names suffice to extend, release or ask)."""
+        return Hold(self, namespace, partition, target, token, m.token_fence(token),
+                    correlation_id=correlation_id)
+
+    def cancel(self, namespace: str, partition: str, target: m.TargetLike, *,
+               idempotency_key: str, reference: str = "", timeout: Optional[float] = None,
+               correlation_id: Optional[str] = None, traceparent: Optional[str] = None,
+               segment: Optional[m.SegmentLike] = None) -> m.CancelResult:
+        """Give back what was sold under `reference` (the order confirmed with
+        it), all or nothing, so it can be sold again: the seats (on a segment:
+        only its legs), or `count` units of each pool (NotFound, resource_id
+        the pool, when fewer are sold under it). Retry with the same
+        idempotency_key: a cancel that committed answers `replayed=True`.
+
+        segment= is deprecated: pass Seats(ids, segment)."""
+        return self._run(m.cancel_call(namespace, partition, m.as_target(target, segment),
+                                       idempotency_key, reference),
                          timeout, correlation_id, traceparent)
 
-    def release(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-                segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                correlation_id: Optional[str] = None, traceparent: Optional[str] = None) -> int:
-        """Give a hold back (owner-checked); returns how many ids were released."""
-        return self._run(m.release_call(namespace, partition, ids, token, segment),
+    def status(self, namespace: str, partition: str, target: m.TargetLike, *,
+               token: Optional[str] = None, timeout: Optional[float] = None,
+               correlation_id: Optional[str] = None, traceparent: Optional[str] = None,
+               segment: Optional[m.SegmentLike] = None) -> m.StatusResult:
+        """A diagnostic, never permission for anything: `resources`, the state
+        of each id (on a segment: of each leg, "<id>@<leg>"), or `pools`, each
+        pool's capacity, sold, held and free units (from the Redis mirror);
+        with `token`, what that token holds.
+
+        segment= is deprecated: pass Seats(ids, segment)."""
+        return self._run(m.status_call(namespace, partition, m.as_target(target, segment),
+                                       token),
                          timeout, correlation_id, traceparent)
 
-    def confirm(self, namespace: str, partition: str, ids: Sequence[str], token: str, *,
-                idempotency_key: str, reference: str = "", payload: bytes = b"",
-                segment: Optional[m.SegmentLike] = None, timeout: Optional[float] = None,
-                correlation_id: Optional[str] = None,
-                traceparent: Optional[str] = None) -> m.ConfirmResult:
-        """Turn a hold into a durable claim. Retry with the same idempotency_key
-        after Unavailable/DeadlineExceeded: a confirm that committed answers
-        again with its stored result (`replayed=True`)."""
-        return self._run(m.confirm_call(namespace, partition, ids, token, idempotency_key,
-                                        reference, payload, segment),
-                         timeout, correlation_id, traceparent)
-
-    def cancel(self, namespace: str, partition: str, ids: Sequence[str], *, idempotency_key: str,
-               reference: str = "", segment: Optional[m.SegmentLike] = None,
-               timeout: Optional[float] = None,
-               correlation_id: Optional[str] = None,
-               traceparent: Optional[str] = None) -> m.CancelResult:
-        """Remove confirmed claims so the resources can be sold again (with
-        `segment`: only those legs)."""
-        return self._run(m.cancel_call(namespace, partition, ids, idempotency_key, reference,
-                                       segment),
-                         timeout, correlation_id, traceparent)
-
-    def status(self, namespace: str, partition: str, ids: Sequence[str], *,
-               token: Optional[str] = None, segment: Optional[m.SegmentLike] = None,
-               timeout: Optional[float] = None,
-               correlation_id: Optional[str] = None,
-               traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
-        """Diagnostic state of each id (with `segment`: of each leg, "<id>@<leg>");
-        never permission for anything."""
-        return self._run(m.status_call(namespace, partition, ids, token, segment),
+    def get_capacity(self, namespace: str, partition: str, pools: Iterable[str] = (), *,
+                     timeout: Optional[float] = None, correlation_id: Optional[str] = None,
+                     traceparent: Optional[str] = None) -> m.Capacities:
+        """Capacity in effect and sold units per pool, and the partition's
+        default, as PostgreSQL has them (also refreshes the Redis mirror)."""
+        return self._run(m.get_capacity_call(namespace, partition, pools),
                          timeout, correlation_id, traceparent)
 
     def health(self, *, timeout: Optional[float] = None,
@@ -707,106 +719,14 @@ class Client:
         """The daemon's counters in Prometheus text format."""
         return self._run(m.metrics_call(), timeout, correlation_id, traceparent)
 
-    # ---- pools (docs/pools.md) ----------------------------------------------
 
-    def hold_units(self, namespace: str, partition: str, units: m.UnitsLike, *, ttl_ms: int = 0,
-                   wait: Optional[float] = None, timeout: Optional[float] = None,
-                   correlation_id: Optional[str] = None,
-                   traceparent: Optional[str] = None) -> "PoolHold":
-        """Hold `count` units of each pool in a namespace of kind "pools",
-        all or nothing: `units` is {"adult": 2, "child": 1} (or (pool, count)
-        pairs). Returns a PoolHold; use it as a context manager to release it
-        on exit. ttl_ms=0 uses the namespace's default TTL.
-
-        HeldByAnother (resource_id: the pool) when a pool has fewer units free
-        than asked (the rest is held: holds expire, try later); Confirmed
-        when it has fewer left unsold (sold out). Nothing is taken then.
-        `wait` (seconds) as in hold: wait in line for held units."""
-        target = m.Units.of(units)
-        cid = correlation_id or m.new_correlation_id()
-        r, resp, _ = self._call_on(m.hold_call(namespace, partition, target, ttl_ms, wait=wait),
-                                   timeout, cid, traceparent)
-        return PoolHold(self, namespace, partition, target.items, r.token, r.fence, r.ttl_ms,
-                        cid, degraded=resp.degraded)
-
-    def extend_units(self, namespace: str, partition: str, pools: Iterable[str], token: str, *,
-                     ttl_ms: int = 0, timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None,
-                     traceparent: Optional[str] = None) -> int:
-        """Stretch the TTL of a hold of units (owner-checked, every pool of it);
-        returns the TTL applied."""
-        return self._run(m.extend_call(namespace, partition, m.pools_target(pools), token, ttl_ms),
-                         timeout, correlation_id, traceparent)
-
-    def release_units(self, namespace: str, partition: str, pools: Iterable[str], token: str, *,
-                      timeout: Optional[float] = None, correlation_id: Optional[str] = None,
-                      traceparent: Optional[str] = None) -> int:
-        """Give a hold of units back (owner-checked); returns how many units."""
-        return self._run(m.release_call(namespace, partition, m.pools_target(pools), token),
-                         timeout, correlation_id, traceparent)
-
-    def confirm_units(self, namespace: str, partition: str, units: m.UnitsLike, token: str, *,
-                      idempotency_key: str, reference: str = "", payload: bytes = b"",
-                      timeout: Optional[float] = None, correlation_id: Optional[str] = None,
-                      traceparent: Optional[str] = None) -> m.PoolConfirmResult:
-        """Sell exactly the units the token holds (else InvalidArgument,
-        nothing decided). Conflict when PostgreSQL has too few units left or
-        the hold was already confirmed; retry with the same idempotency_key
-        after Unavailable/DeadlineExceeded (`replayed=True`)."""
-        return self._run(m.confirm_call(namespace, partition, m.Units.of(units), token,
-                                        idempotency_key, reference, payload),
-                         timeout, correlation_id, traceparent)
-
-    def cancel_units(self, namespace: str, partition: str, units: m.UnitsLike, *,
-                     idempotency_key: str, reference: str, timeout: Optional[float] = None,
-                     correlation_id: Optional[str] = None,
-                     traceparent: Optional[str] = None) -> m.PoolCancelResult:
-        """Give back `count` units of each pool from those sold under
-        `reference` (the order confirmed with it), all pools or none:
-        NotFound (resource_id: the pool) when fewer are sold under it."""
-        return self._run(m.cancel_call(namespace, partition, m.Units.of(units), idempotency_key,
-                                       reference),
-                         timeout, correlation_id, traceparent)
-
-    def pool_status(self, namespace: str, partition: str, pools: Iterable[str], *,
-                    token: Optional[str] = None, timeout: Optional[float] = None,
-                    correlation_id: Optional[str] = None,
-                    traceparent: Optional[str] = None) -> List[m.PoolStatus]:
-        """Capacity, sold, held and free units per pool (from the Redis
-        mirror), and with `token` that token's units and TTL; a diagnostic."""
-        return self._run(m.status_call(namespace, partition, m.pools_target(pools), token),
-                         timeout, correlation_id, traceparent)
-
-    def set_capacity(self, namespace: str, partition: str, pool: str, capacity: int, *,
-                     timeout: Optional[float] = None, correlation_id: Optional[str] = None,
-                     traceparent: Optional[str] = None) -> m.PoolCapacity:
-        """Set a pool's capacity (units it may sell in total, sold included) in
-        PostgreSQL. FailedPrecondition (field "capacity") below what is sold.
-        An absolute value: safe to retry."""
-        return self._run(m.set_capacity_call(namespace, partition, pool, capacity),
-                         timeout, correlation_id, traceparent)
-
-    def set_default_capacity(self, namespace: str, partition: str, capacity: int, *,
-                             timeout: Optional[float] = None,
-                             correlation_id: Optional[str] = None,
-                             traceparent: Optional[str] = None) -> m.PoolCapacity:
-        """Set the partition's default capacity: that of every pool of it with
-        none of its own (e.g. 1 for one-per-user pools)."""
-        return self._run(m.set_capacity_call(namespace, partition, "", capacity,
-                                             partition_default=True),
-                         timeout, correlation_id, traceparent)
-
-    def get_capacity(self, namespace: str, partition: str, pools: Iterable[str] = (), *,
-                     timeout: Optional[float] = None, correlation_id: Optional[str] = None,
-                     traceparent: Optional[str] = None) -> m.Capacities:
-        """Capacity in effect and sold units per pool, and the partition's
-        default, as PostgreSQL has them (also refreshes the Redis mirror)."""
-        return self._run(m.get_capacity_call(namespace, partition, pools),
-                         timeout, correlation_id, traceparent)
-
-
-class _HoldCalls(m.HoldBase):
-    """The calls every blocking hold handle makes on its own target."""
+class Hold(m.HoldBase):
+    """A granted hold of seats or units (`target`). The token is available as
+    `.token` but never shown by repr/str. As a context manager it releases
+    the hold on exit unless it was released or confirmed through it; an
+    expired hold (NOT_HELD), one taken over since (HELD_BY_ANOTHER) or sold
+    (CONFIRMED) is not an error there. Every call through it acts on its
+    target (a segment's legs too)."""
 
     _client: Client
 
@@ -814,34 +734,41 @@ class _HoldCalls(m.HoldBase):
              traceparent: Optional[str]) -> T:
         return self._client._run(call, timeout, self.correlation_id, traceparent)
 
-    def _confirm(self, idempotency_key: str, reference: str, payload: bytes,
-                 timeout: Optional[float], traceparent: Optional[str]) -> Any:
-        res = self._run(m.confirm_call(self.namespace, self.partition, self._target, self._token,
-                                       idempotency_key, reference, payload),
-                        timeout, traceparent)
-        self._finished()  # the daemon released/marked the hold after committing
-        return res
-
-    def _status(self, timeout: Optional[float], traceparent: Optional[str]) -> Any:
-        return self._run(m.status_call(self.namespace, self.partition, self._target, self._token),
-                         timeout, traceparent)
-
     def extend(self, ttl_ms: int = 0, *, timeout: Optional[float] = None,
                traceparent: Optional[str] = None) -> int:
         """Stretch the hold's TTL; returns the TTL applied (ms)."""
-        self.ttl_ms = self._run(m.extend_call(self.namespace, self.partition, self._target,
+        self.ttl_ms = self._run(m.extend_call(self.namespace, self.partition, self.target,
                                               self._token, ttl_ms), timeout, traceparent)
         return self.ttl_ms
 
     def release(self, *, timeout: Optional[float] = None,
                 traceparent: Optional[str] = None) -> int:
-        """Give the hold back; returns how many ids (pools: units) were released."""
-        n = self._run(m.release_call(self.namespace, self.partition, self._target, self._token),
+        """Give the hold back; returns how many ids (legs; pools: units) were released."""
+        n = self._run(m.release_call(self.namespace, self.partition, self.target, self._token),
                       timeout, traceparent)
         self._finished()
         return n
 
-    def __enter__(self: "H") -> "H":
+    def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
+                timeout: Optional[float] = None,
+                traceparent: Optional[str] = None) -> m.ConfirmResult:
+        """Turn the hold into a durable claim (pools: sell exactly the units
+        held). Retry with the same idempotency_key after
+        Unavailable/DeadlineExceeded: a confirm that committed answers again
+        with its stored result (`replayed=True`)."""
+        res = self._run(m.confirm_call(self.namespace, self.partition, self.target, self._token,
+                                       idempotency_key, reference, payload),
+                        timeout, traceparent)
+        self._finished()  # the daemon released/marked the hold after committing
+        return res
+
+    def status(self, *, timeout: Optional[float] = None,
+               traceparent: Optional[str] = None) -> m.StatusResult:
+        """The target's state, with what this hold owns and its TTL."""
+        return self._run(m.status_call(self.namespace, self.partition, self.target, self._token),
+                         timeout, traceparent)
+
+    def __enter__(self) -> "Hold":
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -851,74 +778,3 @@ class _HoldCalls(m.HoldBase):
             self.release()
         except HoldfastError as err:
             m.scope_exit_failed(self, err, body_raised=exc_type is not None)
-
-
-H = TypeVar("H", bound=_HoldCalls)
-
-
-class Hold(_HoldCalls):
-    """A granted hold. The token is available as `.token` but never shown by
-    repr/str. As a context manager it releases the hold on exit unless it was
-    released or confirmed through it; an expired hold (NOT_HELD), one taken
-    over since (HELD_BY_ANOTHER) or sold (CONFIRMED) is not an error there.
-    `segment` is the journey segment it holds (None outside namespaces with
-    legs); every later call through it acts on the same legs."""
-
-    _target: m.Seats
-
-    def __init__(self, client: Client, namespace: str, partition: str, ids: Sequence[str],
-                 token: str, fence: int, ttl_ms: int, correlation_id: str,
-                 degraded: bool = False, segment: Optional[m.SegmentLike] = None) -> None:
-        super().__init__(client, namespace, partition, m.Seats.of(ids, segment), token, fence,
-                         ttl_ms, correlation_id, degraded)
-
-    @property
-    def ids(self) -> Tuple[str, ...]:
-        return self._target.ids
-
-    @property
-    def segment(self) -> Optional[m.Segment]:
-        return self._target.segment
-
-    def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
-                timeout: Optional[float] = None,
-                traceparent: Optional[str] = None) -> m.ConfirmResult:
-        return self._confirm(idempotency_key, reference, payload, timeout, traceparent)
-
-    def status(self, *, timeout: Optional[float] = None,
-               traceparent: Optional[str] = None) -> List[m.ResourceStatus]:
-        return self._status(timeout, traceparent)
-
-
-class PoolHold(_HoldCalls):
-    """A granted hold of units (a namespace of kind "pools"). Like Hold: the
-    token is never shown by repr/str, and as a context manager it releases
-    the units on exit unless they were released or confirmed through it.
-    `units` is {pool: count}, `pools` the pool names."""
-
-    _target: m.Units
-
-    def __init__(self, client: Client, namespace: str, partition: str, units: m.UnitsLike,
-                 token: str, fence: int, ttl_ms: int, correlation_id: str,
-                 degraded: bool = False) -> None:
-        super().__init__(client, namespace, partition, m.Units.of(units), token, fence, ttl_ms,
-                         correlation_id, degraded)
-
-    @property
-    def units(self) -> Dict[str, int]:
-        return self._target.as_dict()
-
-    @property
-    def pools(self) -> Tuple[str, ...]:
-        return self._target.pools
-
-    def confirm(self, idempotency_key: str, *, reference: str = "", payload: bytes = b"",
-                timeout: Optional[float] = None,
-                traceparent: Optional[str] = None) -> m.PoolConfirmResult:
-        """Sell the held units (see Client.confirm_units)."""
-        return self._confirm(idempotency_key, reference, payload, timeout, traceparent)
-
-    def status(self, *, timeout: Optional[float] = None,
-               traceparent: Optional[str] = None) -> List[m.PoolStatus]:
-        """Each pool of the hold, with this hold's units (`owned`) and TTL."""
-        return self._status(timeout, traceparent)

@@ -1,6 +1,7 @@
 package dev.holdfast.examples;
 
 import dev.holdfast.client.HoldfastClient;
+import dev.holdfast.client.Target;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -52,7 +53,7 @@ public final class SeatReservationMain {
               // While we pay, another shopper waits in line for E8, up to 2 s.
               rival[0] =
                   otherShopper
-                      .hold("seat", run, List.of("E8"))
+                      .hold("seat", run, Target.seats("E8"))
                       .session()
                       .waitFor(Duration.ofSeconds(2))
                       .acquireAsync()

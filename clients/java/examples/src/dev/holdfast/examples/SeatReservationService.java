@@ -2,10 +2,11 @@ package dev.holdfast.examples;
 
 import dev.holdfast.client.CallOptions;
 import dev.holdfast.client.ConfirmOptions;
-import dev.holdfast.client.Confirmation;
+import dev.holdfast.client.ConfirmResult;
 import dev.holdfast.client.Hold;
 import dev.holdfast.client.HoldfastClient;
 import dev.holdfast.client.HoldfastException;
+import dev.holdfast.client.Target;
 import java.time.Duration;
 import java.util.List;
 
@@ -40,7 +41,7 @@ public class SeatReservationService {
 
   /** What the checkout page shows. */
   public sealed interface Booking {
-    record Confirmed(Confirmation confirmation) implements Booking {}
+    record Confirmed(ConfirmResult confirmation) implements Booking {}
 
     /** Another shopper still held a seat after our wait in line; pick others or come back. */
     record SeatTaken(String seat) implements Booking {}
@@ -75,7 +76,7 @@ public class SeatReservationService {
     CallOptions trace = CallOptions.defaults().withCorrelationId(orderId);
     try (Hold hold =
         holdfast
-            .hold(NAMESPACE, run, seats)
+            .hold(NAMESPACE, run, Target.seats(seats))
             .session()
             .waitFor(WAIT_IN_LINE)
             .options(trace)
@@ -109,7 +110,7 @@ public class SeatReservationService {
   /**
    * Retries an unknown outcome with the same key: the daemon answers a replay, never a double sale.
    */
-  private Confirmation confirm(Hold hold, String orderId, String customerId, CallOptions trace)
+  private ConfirmResult confirm(Hold hold, String orderId, String customerId, CallOptions trace)
       throws InterruptedException {
     ConfirmOptions opts = ConfirmOptions.of(orderId, customerId);
     for (int attempt = 1; ; attempt++) {

@@ -4,17 +4,33 @@ import java.time.Instant;
 import java.util.List;
 
 /**
- * The result of a Confirm.
+ * The old name of a seat Confirm's answer, kept for one release so that {@code Confirmation c =
+ * hold.confirm(...)} still compiles: {@link ConfirmResult} implements it.
  *
- * @param fence the hold's fencing number (unsigned; see {@link Long#toUnsignedString(long)})
- * @param claims the claims PostgreSQL recorded, one per resource
- * @param replayed true when this answer repeats an earlier identical confirm with the same key
+ * @deprecated use {@link ConfirmResult} (and {@link dev.holdfast.client.Claim}); removed in the
+ *     next release
  */
-public record Confirmation(long fence, List<Claim> claims, boolean replayed) {
-  public Confirmation {
-    claims = List.copyOf(claims);
-  }
+@Deprecated
+public interface Confirmation {
+  long fence();
 
-  /** One confirmed resource as PostgreSQL recorded it. */
-  public record Claim(String resourceId, long fence, String reference, Instant confirmedAt) {}
+  List<? extends Claim> claims();
+
+  boolean replayed();
+
+  /**
+   * The old name of a claim.
+   *
+   * @deprecated use {@link dev.holdfast.client.Claim}; removed in the next release
+   */
+  @Deprecated
+  interface Claim {
+    String resourceId();
+
+    long fence();
+
+    String reference();
+
+    Instant confirmedAt();
+  }
 }

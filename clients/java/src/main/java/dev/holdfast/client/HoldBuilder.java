@@ -1,19 +1,22 @@
 package dev.holdfast.client;
 
+import dev.holdfast.v1.Code;
+import dev.holdfast.v1.HoldRequest;
+import dev.holdfast.v1.Request;
+import dev.holdfast.v1.Response;
 import java.time.Duration;
-import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 
 /**
- * A hold to take, with its options: {@link HoldfastClient#hold(String, String, List)} makes one,
+ * A hold to take, with its options: {@link HoldfastClient#hold(String, String, Target)} makes one,
  * {@link #acquire()} sends it. Every option is optional; without any it is the namespace's default
- * TTL, no wait, the client's default deadline.
+ * TTL, no wait, the client's default deadline. Seats and units alike, all or nothing.
  *
  * <pre>{@code
  * // Bound to this client's connection, renewed by the daemon; waits up to 5 s for a holder.
- * try (Hold hold = client.hold("seat", run, List.of("E7", "E8"))
+ * try (Hold hold = client.hold("seat", run, Target.seats("E7", "E8"))
  *          .session()
  *          .onLost(h -> log.warn("lost {}: {}", h, h.lost().orElseThrow().getMessage()))
  *          .waitFor(Duration.ofSeconds(5))
@@ -28,21 +31,20 @@ import java.util.function.Consumer;
  */
 public final class HoldBuilder {
   private final HoldfastClient client;
-  final String namespace;
-  final String partition;
-  final List<String> ids;
-  Duration ttl; // null: the namespace's default
-  Segment segment; // null: none
-  boolean session;
-  Consumer<Hold> onLost;
-  Duration wait = Duration.ZERO;
-  CallOptions options; // null: the client's defaults
+  private final String namespace;
+  private final String partition;
+  private Target target;
+  private Duration ttl; // null: the namespace's default
+  private boolean session;
+  private Consumer<Hold> onLost;
+  private Duration wait = Duration.ZERO;
+  private CallOptions options; // null: the client's defaults
 
-  HoldBuilder(HoldfastClient client, String namespace, String partition, List<String> ids) {
+  HoldBuilder(HoldfastClient client, String namespace, String partition, Target target) {
     this.client = client;
     this.namespace = Objects.requireNonNull(namespace, "namespace");
     this.partition = Objects.requireNonNull(partition, "partition");
-    this.ids = List.copyOf(ids);
+    this.target = Objects.requireNonNull(target, "target");
   }
 
   /**
@@ -56,11 +58,13 @@ public final class HoldBuilder {
   }
 
   /**
-   * Legs {@code fromStop} … {@code toStop - 1} of each id ({@code null}: none); see {@link
-   * Segment}.
+   * The target's seats on {@code segment} instead ({@code null}: none).
+   *
+   * @deprecated put the segment in the target: {@code Target.seats(...).onSegment(from, to)}
    */
+  @Deprecated
   public HoldBuilder segment(Segment segment) {
-    this.segment = segment;
+    this.target = target.onSegment(segment);
     return this;
   }
 
@@ -96,8 +100,8 @@ public final class HoldBuilder {
    * the call fails with {@code HeldByAnother} as without a wait; a sold resource fails with {@link
    * HoldfastException.Confirmed} at once. {@code null} or zero: no wait.
    *
-   * <p>The call's deadline is raised to at least {@code wait} + {@link
-   * HoldfastClient#WAIT_MARGIN}, so that the daemon can wait the whole time and still answer.
+   * <p>The call's deadline is raised to at least {@code wait} + {@link HoldfastClient#WAIT_MARGIN},
+   * so that the daemon can wait the whole time and still answer.
    */
   public HoldBuilder waitFor(Duration wait) {
     if (wait != null && wait.isNegative()) {
@@ -115,31 +119,92 @@ public final class HoldBuilder {
 
   /** The call's deadline; see {@link CallOptions#withTimeout}. */
   public HoldBuilder timeout(Duration timeout) {
-    this.options =
-        (options == null ? CallOptions.defaults() : options).withTimeout(
-            Objects.requireNonNull(timeout, "timeout"));
+    this.options = orDefaults().withTimeout(Objects.requireNonNull(timeout, "timeout"));
     return this;
   }
 
   /** The call's correlation id; see {@link CallOptions#withCorrelationId}. */
   public HoldBuilder correlationId(String correlationId) {
-    this.options =
-        (options == null ? CallOptions.defaults() : options).withCorrelationId(correlationId);
+    this.options = orDefaults().withCorrelationId(correlationId);
     return this;
+  }
+
+  private CallOptions orDefaults() {
+    return options == null ? CallOptions.defaults() : options;
+  }
+
+  /**
+   * Takes the hold, all of the target or nothing. Throws {@link HoldfastException.HeldByAnother}
+   * (after the wait, if any; fewer units free than asked for a pool), {@link
+   * HoldfastException.Confirmed} (sold; fewer units left unsold), {@code getResourceId()} naming
+   * the resource, leg or pool; or {@link HoldfastException.InvalidArgument}, {@link
+   * HoldfastException.Unavailable}, {@link HoldfastException.DeadlineExceeded}.
+   */
+  public Hold acquire() {
+    return Blocking.await(this::acquireAsync);
   }
 
   /** Sends the Hold; the future fails with a {@link HoldfastException}. */
   public CompletableFuture<Hold> acquireAsync() {
-    return client.acquireAsync(this);
+    int ttlMs = Transport.ttlMs(ttl);
+    if (session && ttlMs != 0) {
+      return CompletableFuture.failedFuture(sessionWithTtl());
+    }
+    HoldRequest.Builder hold =
+        HoldRequest.newBuilder()
+            .setNamespace(namespace)
+            .setPartition(partition)
+            .setTtlMs(ttlMs)
+            .setSession(session)
+            .setWaitMs(Transport.ttlMs(wait));
+    target.writeTo(hold);
+    Transport transport = client.transport;
+    // The daemon may wait the whole time in line: the call must outlive the wait.
+    CallOptions opts =
+        wait.isZero() ? options : transport.atLeast(options, wait.plus(HoldfastClient.WAIT_MARGIN));
+    // Taken now: the builder may change before the answer comes.
+    Target t = target;
+    boolean asSession = session;
+    Consumer<Hold> listener = onLost;
+    Call call = transport.start("hold", Request.newBuilder().setHold(hold), opts);
+    return call.future.thenApply(
+        r ->
+            Transport.expect(
+                "hold",
+                r,
+                Response.ResultCase.HOLD,
+                ok -> granted(ok, call.answeredOn, t, asSession, listener)));
   }
 
-  /**
-   * Takes the hold, all ids or none. Throws {@link HoldfastException.HeldByAnother} (after the
-   * wait, if any; {@code getResourceId()} names the resource), {@link
-   * HoldfastException.Confirmed} (sold), {@link HoldfastException.InvalidArgument}, {@link
-   * HoldfastException.Unavailable} or {@link HoldfastException.DeadlineExceeded}.
-   */
-  public Hold acquire() {
-    return HoldfastClient.await(() -> acquireAsync());
+  private Hold granted(
+      Response ok, Connection on, Target t, boolean asSession, Consumer<Hold> listener) {
+    var g = ok.getHold();
+    Hold h =
+        new Hold(
+            client,
+            namespace,
+            partition,
+            t,
+            g.getToken(),
+            g.getFence(),
+            Duration.ofMillis(Integer.toUnsignedLong(g.getTtlMs())),
+            ok.getDegraded());
+    if (asSession && !ok.getDegraded() && on != null) {
+      h.bindSession(on.sessions, listener); // a degraded answer holds nothing to lose
+    }
+    return h;
+  }
+
+  private HoldfastException sessionWithTtl() {
+    return HoldfastException.of(
+        Code.CODE_INVALID_ARGUMENT,
+        "hold",
+        "a session hold takes no TTL: it lives as long as its connection (the namespace's"
+            + " session_ttl_ms, renewed by the daemon)",
+        "ttl_ms",
+        "",
+        options != null && options.correlationId() != null ? options.correlationId() : "",
+        false,
+        null);
   }
 }

@@ -3,13 +3,13 @@ package dev.holdfast.client;
 import java.util.List;
 
 /**
- * The answer of {@link HoldfastClient#getCapacity}: as PostgreSQL has them.
+ * The old name of GetCapacity's answer, kept for one release: {@link Capacities} implements it.
  *
- * @param pools one per pool asked for
- * @param defaultCapacity the partition's default capacity (0 when none was set)
+ * @deprecated use {@link Capacities}; removed in the next release
  */
-public record PoolCapacities(List<PoolCapacity> pools, long defaultCapacity) {
-  public PoolCapacities {
-    pools = List.copyOf(pools);
-  }
+@Deprecated
+public interface PoolCapacities {
+  List<PoolCapacity> pools();
+
+  long defaultCapacity();
 }

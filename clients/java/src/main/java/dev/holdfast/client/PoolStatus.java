@@ -11,8 +11,19 @@ import java.time.Duration;
  * @param sold units sold (confirmed)
  * @param held units in live holds
  * @param free capacity - sold - held (0 when that is negative)
- * @param owned units the asking hold's token holds ({@link UnitsHold#status()}); else 0
+ * @param owned units the asking hold's token holds ({@link Hold#status()}); else 0
  * @param ttl remaining TTL of the token's hold; zero when it holds none
  */
 public record PoolStatus(
-    String pool, long capacity, long sold, long held, long free, int owned, Duration ttl) {}
+    String pool, long capacity, long sold, long held, long free, int owned, Duration ttl) {
+  static PoolStatus fromProto(dev.holdfast.v1.PoolStatus p) {
+    return new PoolStatus(
+        p.getPool(),
+        p.getCapacity(),
+        p.getSold(),
+        p.getHeld(),
+        p.getFree(),
+        p.getOwned(),
+        Duration.ofMillis(p.getTtlMs()));
+  }
+}

@@ -12,4 +12,9 @@ import java.time.Duration;
  * @param ttl remaining time to live: zero when free, negative when the key has no expiry
  * @param owned true when the hold asked about ({@link Hold#status()}) owns it
  */
-public record ResourceStatus(String id, ResourceState state, Duration ttl, boolean owned) {}
+public record ResourceStatus(String id, ResourceState state, Duration ttl, boolean owned) {
+  static ResourceStatus fromProto(dev.holdfast.v1.ResourceStatus s) {
+    return new ResourceStatus(
+        s.getId(), s.getState(), Duration.ofMillis(s.getTtlMs()), s.getOwned());
+  }
+}

@@ -3,14 +3,16 @@ package dev.holdfast.client;
 import java.util.List;
 
 /**
- * The result of {@link HoldfastClient#cancelUnits}.
+ * The old name of a units Cancel's answer, kept for one release: {@link CancelResult} implements
+ * it.
  *
- * @param cancelled how many units were given back, over all pools
- * @param replayed true when this answer repeats an earlier identical cancel with the same key
- * @param units the units given back, per pool
+ * @deprecated use {@link CancelResult}; removed in the next release
  */
-public record UnitsCancelResult(int cancelled, boolean replayed, List<Units> units) {
-  public UnitsCancelResult {
-    units = List.copyOf(units);
-  }
+@Deprecated
+public interface UnitsCancelResult {
+  int cancelled();
+
+  boolean replayed();
+
+  List<Units> units();
 }

@@ -4,16 +4,18 @@ import java.time.Instant;
 import java.util.List;
 
 /**
- * The result of a Confirm of a {@link UnitsHold}: the units sold for good in PostgreSQL.
+ * The old name of a units Confirm's answer, kept for one release: {@link ConfirmResult} implements
+ * it.
  *
- * @param fence the hold's fencing number (unsigned; see {@link Long#toUnsignedString(long)})
- * @param units the units sold
- * @param confirmedAt when the sale was committed
- * @param replayed true when this answer repeats an earlier identical confirm with the same key
+ * @deprecated use {@link ConfirmResult}; removed in the next release
  */
-public record UnitsConfirmation(
-    long fence, List<Units> units, Instant confirmedAt, boolean replayed) {
-  public UnitsConfirmation {
-    units = List.copyOf(units);
-  }
+@Deprecated
+public interface UnitsConfirmation {
+  long fence();
+
+  List<Units> units();
+
+  Instant confirmedAt();
+
+  boolean replayed();
 }

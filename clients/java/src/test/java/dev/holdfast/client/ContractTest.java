@@ -85,7 +85,7 @@ class ContractTest {
       long leftNanos = ex.get("left_us").getAsLong() * 1000;
       assertEquals(
           ex.get("timeout_ms").getAsLong(),
-          Integer.toUnsignedLong(HoldfastClient.timeoutMs(leftNanos)),
+          Integer.toUnsignedLong(Transport.timeoutMs(leftNanos)),
           "left " + ex.get("left_us") + " us");
     }
     // A call without its own timeout sends the default.
@@ -114,19 +114,18 @@ class ContractTest {
     JsonObject b = section("reconnect_backoff");
     assertEquals(
         TimeUnit.MILLISECONDS.toNanos(b.get("initial_ms").getAsLong()),
-        HoldfastClient.MIN_BACKOFF_NANOS);
-    assertEquals(b.get("multiplier").getAsInt(), HoldfastClient.BACKOFF_MULTIPLIER);
+        Transport.MIN_BACKOFF_NANOS);
+    assertEquals(b.get("multiplier").getAsInt(), Transport.BACKOFF_MULTIPLIER);
     assertEquals(
-        TimeUnit.MILLISECONDS.toNanos(b.get("max_ms").getAsLong()),
-        HoldfastClient.MAX_BACKOFF_NANOS);
+        TimeUnit.MILLISECONDS.toNanos(b.get("max_ms").getAsLong()), Transport.MAX_BACKOFF_NANOS);
     double jitter = b.get("jitter").getAsDouble();
-    assertEquals(jitter, HoldfastClient.BACKOFF_JITTER);
+    assertEquals(jitter, Transport.BACKOFF_JITTER);
     for (JsonElement el : b.getAsJsonArray("nominal_examples")) {
       JsonObject ex = el.getAsJsonObject();
       int attempt = ex.get("attempt").getAsInt();
       long nominal = TimeUnit.MILLISECONDS.toNanos(ex.get("ms").getAsLong());
-      assertEquals(nominal, HoldfastClient.reconnectDelayNanos(attempt, 0), "attempt " + attempt);
-      long low = HoldfastClient.reconnectDelayNanos(attempt, 0.999999);
+      assertEquals(nominal, Transport.reconnectDelayNanos(attempt, 0), "attempt " + attempt);
+      long low = Transport.reconnectDelayNanos(attempt, 0.999999);
       assertTrue(low >= nominal * (1 - jitter) - 1 && low < nominal, "attempt " + attempt);
     }
   }
@@ -220,7 +219,7 @@ class ContractTest {
           HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
         assertDoesNotThrow(
             () -> {
-              try (Hold h = client.hold("seat", "p", List.of("E7"), null)) {
+              try (Hold h = client.hold("seat", "p", Target.seats("E7")).acquire()) {
                 assertFalse(h.token().isEmpty());
               }
             },
@@ -239,7 +238,7 @@ class ContractTest {
           assertThrows(
               HoldfastException.Unavailable.class,
               () -> {
-                try (Hold h = client.hold("seat", "p", List.of("E7"), null)) {
+                try (Hold h = client.hold("seat", "p", Target.seats("E7")).acquire()) {
                   assertNotEquals("", h.token());
                 }
               });
@@ -249,8 +248,8 @@ class ContractTest {
           assertThrows(
               IllegalStateException.class,
               () -> {
-                try (Hold h = client.hold("seat", "p", List.of("E8"), null)) {
-                  throw new IllegalStateException("body failed " + h.ids());
+                try (Hold h = client.hold("seat", "p", Target.seats("E8")).acquire()) {
+                  throw new IllegalStateException("body failed " + h.target());
                 }
               });
       assertEquals(1, body.getSuppressed().length);
@@ -268,10 +267,10 @@ class ContractTest {
     List<String> seen = new CopyOnWriteArrayList<>();
     try (ScriptedPeer peer = scopePeer(Code.CODE_OK, Code.CODE_OK, seen);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      try (Hold h = client.hold("seat", "p", List.of("E7"), null)) {
+      try (Hold h = client.hold("seat", "p", Target.seats("E7")).acquire()) {
         h.confirm(ConfirmOptions.of("k1", "order-1"));
       }
-      try (Hold h = client.hold("seat", "p", List.of("E8"), null)) {
+      try (Hold h = client.hold("seat", "p", Target.seats("E8")).acquire()) {
         h.release();
       }
       assertEquals(List.of("hold", "confirm", "hold", "release"), seen);
@@ -282,7 +281,7 @@ class ContractTest {
       assertThrows(
           HoldfastException.Conflict.class,
           () -> {
-            try (Hold h = client.hold("seat", "p", List.of("E9"), null)) {
+            try (Hold h = client.hold("seat", "p", Target.seats("E9")).acquire()) {
               h.confirm(ConfirmOptions.of("k2", "order-2"));
             }
           });
@@ -296,7 +295,7 @@ class ContractTest {
     List<String> seen = new CopyOnWriteArrayList<>();
     try (ScriptedPeer peer = scopePeer(Code.CODE_OK, Code.CODE_OK, seen)) {
       HoldfastClient client = HoldfastClient.builder(peer.path).build();
-      Hold h = client.hold("seat", "p", List.of("E7"), null);
+      Hold h = client.hold("seat", "p", Target.seats("E7")).acquire();
       client.close();
       assertDoesNotThrow(h::close);
     }

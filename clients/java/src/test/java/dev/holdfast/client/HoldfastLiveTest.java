@@ -9,7 +9,6 @@ import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.holdfast.v1.Code;
-import dev.holdfast.v1.HealthResponse;
 import dev.holdfast.v1.ResourceState;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -67,17 +66,17 @@ class HoldfastLiveTest {
 
   @Test
   void health() {
-    HealthResponse h = client().health();
-    assertTrue(h.getLive() && h.getReady(), h.toString());
-    assertEquals("up", h.getRedis());
-    assertFalse(h.getVersion().isEmpty());
+    Health h = client().health();
+    assertTrue(h.live() && h.ready(), h.toString());
+    assertEquals("up", h.redis());
+    assertFalse(h.version().isEmpty());
   }
 
   @Test
   void holdExtendReleaseRoundTrip() {
     HoldfastClient c = client();
     List<String> ids = List.of("E7", "E8", "E9");
-    Hold h = c.hold(ns, partition, ids, Duration.ofSeconds(30));
+    Hold h = c.hold(ns, partition, Target.seats(ids)).ttl(Duration.ofSeconds(30)).acquire();
     assertFalse(h.token().isEmpty());
     assertNotEquals(0, h.fence());
     assertEquals(Duration.ofSeconds(30), h.ttl());
@@ -86,7 +85,7 @@ class HoldfastLiveTest {
         h.token().startsWith(Long.toUnsignedString(h.fence()) + "."), "fence travels in token");
     assertFalse(h.toString().contains(h.token()));
 
-    for (ResourceStatus r : h.status()) {
+    for (ResourceStatus r : h.status().resources()) {
       assertEquals(ResourceState.RESOURCE_STATE_HELD, r.state(), r.toString());
       assertTrue(r.owned(), r.toString());
       assertTrue(
@@ -94,17 +93,16 @@ class HoldfastLiveTest {
     }
 
     assertEquals(Duration.ofMinutes(2), h.extend(Duration.ofMinutes(2)));
-    for (ResourceStatus r : c.status(ns, partition, ids)) {
+    for (ResourceStatus r : c.status(ns, partition, Target.seats(ids)).resources()) {
       assertTrue(r.ttl().compareTo(Duration.ofSeconds(30)) > 0, r.toString());
       assertFalse(r.owned(), "owned needs the token");
     }
 
     assertEquals(3, h.release());
-    HoldfastException.NotHeld again =
-        assertThrows(HoldfastException.NotHeld.class, () -> c.release(h));
+    HoldfastException.NotHeld again = assertThrows(HoldfastException.NotHeld.class, h::release);
     assertEquals(Code.CODE_NOT_HELD, again.getCode());
     assertThrows(HoldfastException.NotHeld.class, () -> h.extend(Duration.ofMinutes(1)));
-    for (ResourceStatus r : c.status(ns, partition, ids)) {
+    for (ResourceStatus r : c.status(ns, partition, Target.seats(ids)).resources()) {
       assertEquals(ResourceState.RESOURCE_STATE_FREE, r.state(), r.toString());
     }
   }
@@ -112,10 +110,11 @@ class HoldfastLiveTest {
   @Test
   void tryWithResourcesReleases() {
     HoldfastClient c = client();
-    try (Hold h = c.hold(ns, partition, List.of("T1", "T2"), Duration.ofSeconds(30))) {
-      assertEquals(2, h.status().stream().filter(ResourceStatus::owned).count());
+    try (Hold h =
+        c.hold(ns, partition, Target.seats("T1", "T2")).ttl(Duration.ofSeconds(30)).acquire()) {
+      assertEquals(2, h.status().resources().stream().filter(ResourceStatus::owned).count());
     }
-    for (ResourceStatus r : c.status(ns, partition, List.of("T1", "T2"))) {
+    for (ResourceStatus r : c.status(ns, partition, Target.seats("T1", "T2")).resources()) {
       assertEquals(ResourceState.RESOURCE_STATE_FREE, r.state(), r.toString());
     }
   }
@@ -126,12 +125,12 @@ class HoldfastLiveTest {
     HoldfastException.InvalidArgument e =
         assertThrows(
             HoldfastException.InvalidArgument.class,
-            () -> c.hold(ns, partition, List.of("E7", "bad id"), null));
+            () -> c.hold(ns, partition, Target.seats("E7", "bad id")).acquire());
     assertFalse(e.getField().isEmpty(), e.getMessage());
     HoldfastException nf =
         assertThrows(
             HoldfastException.class,
-            () -> c.hold("no-such-namespace", partition, List.of("E7"), null));
+            () -> c.hold("no-such-namespace", partition, Target.seats("E7")).acquire());
     assertEquals(Code.CODE_NOT_FOUND, nf.getCode());
   }
 
@@ -141,8 +140,10 @@ class HoldfastLiveTest {
     HoldfastClient b = client();
     List<String> ids = List.of("E7", "E8", "E9");
 
-    CompletableFuture<Hold> fa = a.holdAsync(ns, partition, ids, Duration.ofSeconds(30), null);
-    CompletableFuture<Hold> fb = b.holdAsync(ns, partition, ids, Duration.ofSeconds(30), null);
+    CompletableFuture<Hold> fa =
+        a.hold(ns, partition, Target.seats(ids)).ttl(Duration.ofSeconds(30)).acquireAsync();
+    CompletableFuture<Hold> fb =
+        b.hold(ns, partition, Target.seats(ids)).ttl(Duration.ofSeconds(30)).acquireAsync();
     List<Hold> winners = new ArrayList<>();
     List<HoldfastException> losers = new ArrayList<>();
     for (CompletableFuture<Hold> f : List.of(fa, fb)) {
@@ -158,28 +159,26 @@ class HoldfastLiveTest {
     winners.get(0).release();
 
     // All or nothing: a hold overlapping a held seat takes none of them.
-    Hold e8 = a.hold(ns, partition, List.of("E8"), Duration.ofSeconds(30));
+    Hold e8 = a.hold(ns, partition, Target.seats("E8")).ttl(Duration.ofSeconds(30)).acquire();
     HoldfastException.HeldByAnother e =
         assertThrows(
             HoldfastException.HeldByAnother.class,
             () ->
-                b.hold(
-                    ns,
-                    partition,
-                    ids,
-                    Duration.ofSeconds(30),
-                    CallOptions.defaults().withCorrelationId("java-contention-check")));
+                b.hold(ns, partition, Target.seats(ids))
+                    .ttl(Duration.ofSeconds(30))
+                    .options(CallOptions.defaults().withCorrelationId("java-contention-check"))
+                    .acquire());
     assertEquals("E8", e.getResourceId());
     assertEquals("java-contention-check", e.getCorrelationId());
-    for (ResourceStatus r : b.status(ns, partition, List.of("E7", "E9"))) {
+    for (ResourceStatus r : b.status(ns, partition, Target.seats("E7", "E9")).resources()) {
       assertEquals(ResourceState.RESOURCE_STATE_FREE, r.state(), r.toString());
     }
     // Another token cannot release it.
-    Hold stranger = b.resume(ns, partition, List.of("E8"), "1.AAAAAAAAAAAAAAAAAAAAAA");
+    Hold stranger = b.resume(ns, partition, Target.seats("E8"), "1.AAAAAAAAAAAAAAAAAAAAAA");
     assertThrows(HoldfastException.class, stranger::release);
     assertEquals(1, e8.release());
 
-    try (Hold h = b.hold(ns, partition, ids, Duration.ofSeconds(30))) {
+    try (Hold h = b.hold(ns, partition, Target.seats(ids)).ttl(Duration.ofSeconds(30)).acquire()) {
       assertTrue(Long.compareUnsigned(h.fence(), e8.fence()) > 0, "fence rises");
     }
   }
@@ -187,10 +186,10 @@ class HoldfastLiveTest {
   @Test
   void expiry() throws Exception {
     HoldfastClient c = client();
-    Hold h = c.hold(ns, partition, List.of("A1"), Duration.ofMillis(100));
+    Hold h = c.hold(ns, partition, Target.seats("A1")).ttl(Duration.ofMillis(100)).acquire();
     Thread.sleep(500); // well past the TTL
     assertThrows(HoldfastException.NotHeld.class, () -> h.extend(Duration.ofMinutes(1)));
-    try (Hold h2 = c.hold(ns, partition, List.of("A1"), Duration.ofMinutes(1))) {
+    try (Hold h2 = c.hold(ns, partition, Target.seats("A1")).ttl(Duration.ofMinutes(1)).acquire()) {
       assertNotEquals(h.token(), h2.token());
     }
   }
@@ -202,12 +201,10 @@ class HoldfastLiveTest {
     List<CompletableFuture<Hold>> futures = new ArrayList<>();
     for (int i = 0; i < n; i++) {
       futures.add(
-          c.holdAsync(
-              ns,
-              partition,
-              List.of("S" + i),
-              Duration.ofSeconds(30),
-              CallOptions.timeout(Duration.ofSeconds(10))));
+          c.hold(ns, partition, Target.seats("S" + i))
+              .ttl(Duration.ofSeconds(30))
+              .options(CallOptions.timeout(Duration.ofSeconds(10)))
+              .acquireAsync());
     }
     Set<Long> fences = new HashSet<>();
     List<CompletableFuture<Integer>> releases = new ArrayList<>();
@@ -226,10 +223,10 @@ class HoldfastLiveTest {
     HoldfastClient c = client();
     List<String> ids = List.of("E7", "E8", "E9");
     String key = "order-" + partition;
-    Hold h = c.hold(ns, partition, ids, Duration.ofSeconds(30));
+    Hold h = c.hold(ns, partition, Target.seats(ids)).ttl(Duration.ofSeconds(30)).acquire();
     ConfirmOptions opts = new ConfirmOptions(key, "customer-42", new byte[] {0, 1, 2, (byte) 0xff});
 
-    Confirmation conf;
+    ConfirmResult conf;
     try {
       conf = h.confirm(opts, CallOptions.timeout(Duration.ofSeconds(10)));
     } catch (HoldfastException e) {
@@ -240,7 +237,7 @@ class HoldfastLiveTest {
     assertEquals(h.fence(), conf.fence());
     assertEquals(3, conf.claims().size());
     Set<String> claimed = new HashSet<>();
-    for (Confirmation.Claim cl : conf.claims()) {
+    for (Claim cl : conf.claims()) {
       claimed.add(cl.resourceId());
       assertEquals(h.fence(), cl.fence());
       assertEquals("customer-42", cl.reference());
@@ -249,33 +246,36 @@ class HoldfastLiveTest {
     assertEquals(Set.copyOf(ids), claimed);
 
     // The caller lost the answer and retries with the same key: same result, a replay.
-    Confirmation again = c.confirm(h, opts);
+    ConfirmResult again = h.confirm(opts);
     assertTrue(again.replayed());
     assertEquals(conf.fence(), again.fence());
     assertEquals(3, again.claims().size());
 
     assertThrows(
-        HoldfastException.Confirmed.class, () -> c.hold(ns, partition, List.of("E8"), null));
+        HoldfastException.Confirmed.class,
+        () -> c.hold(ns, partition, Target.seats("E8")).acquire());
 
     CancelResult res;
     try {
-      res = c.cancel(ns, partition, ids, "refund-" + partition, "customer-42");
+      res = c.cancel(ns, partition, Target.seats(ids), "refund-" + partition, "customer-42");
     } catch (HoldfastException e) {
       assumeConfirmSupported(e);
       throw e;
     }
     assertEquals(3, res.cancelled());
     assertFalse(res.replayed());
-    assertTrue(c.cancel(ns, partition, ids, "refund-" + partition, "customer-42").replayed());
-    try (Hold h2 = c.hold(ns, partition, ids, null)) {
-      assertEquals(3, h2.ids().size());
+    assertTrue(
+        c.cancel(ns, partition, Target.seats(ids), "refund-" + partition, "customer-42")
+            .replayed());
+    try (Hold h2 = c.hold(ns, partition, Target.seats(ids)).acquire()) {
+      assertEquals(3, h2.target().ids().size());
     }
   }
 
   @Test
   void confirmAfterReleaseIsHoldLost() {
     HoldfastClient c = client();
-    Hold h = c.hold(ns, partition, List.of("B1"), Duration.ofSeconds(30));
+    Hold h = c.hold(ns, partition, Target.seats("B1")).ttl(Duration.ofSeconds(30)).acquire();
     h.release();
     HoldfastException e =
         assertThrows(
@@ -291,11 +291,13 @@ class HoldfastLiveTest {
         assertThrows(
             HoldfastException.DeadlineExceeded.class,
             () ->
-                c.hold(
-                    ns, partition, List.of("D1"), null, CallOptions.timeout(Duration.ofNanos(1))));
+                c.hold(ns, partition, Target.seats("D1"))
+                    .options(CallOptions.timeout(Duration.ofNanos(1)))
+                    .acquire());
     assertEquals(Code.CODE_DEADLINE_EXCEEDED, e.getCode());
     assertEquals(
-        ResourceState.RESOURCE_STATE_FREE, c.status(ns, partition, List.of("D1")).get(0).state());
+        ResourceState.RESOURCE_STATE_FREE,
+        c.status(ns, partition, Target.seats("D1")).resources().get(0).state());
   }
 
   @Test
@@ -310,17 +312,15 @@ class HoldfastLiveTest {
       assertThrows(
           HoldfastException.DeadlineExceeded.class,
           () ->
-              c.hold(
-                  ns,
-                  partition,
-                  List.of("D2"),
-                  Duration.ofSeconds(30),
-                  CallOptions.timeout(Duration.ofMillis(300))));
+              c.hold(ns, partition, Target.seats("D2"))
+                  .ttl(Duration.ofSeconds(30))
+                  .options(CallOptions.timeout(Duration.ofMillis(300)))
+                  .acquire());
     } finally {
       signal("CONT", pid);
     }
     // Whatever the daemon answers late must not reach the next caller; the connection is usable.
-    assertTrue(c.health(CallOptions.timeout(Duration.ofSeconds(10))).getLive());
+    assertTrue(c.health(CallOptions.timeout(Duration.ofSeconds(10))).live());
   }
 
   private static void signal(String sig, long pid) throws Exception {
@@ -333,7 +333,7 @@ class HoldfastLiveTest {
     LiveDaemon.Stack s = LiveDaemon.stack;
     assumeTrue(s.managed(), "needs a test stack's directory");
     HoldfastClient c = client();
-    c.hold(ns, partition, List.of("R1"), Duration.ofSeconds(30));
+    c.hold(ns, partition, Target.seats("R1")).ttl(Duration.ofSeconds(30)).acquire();
 
     s.down();
     HoldfastException e =
@@ -344,12 +344,10 @@ class HoldfastLiveTest {
 
     // Same client, new connection under the hood.
     try (Hold h =
-        c.hold(
-            ns,
-            partition,
-            List.of("R2"),
-            Duration.ofSeconds(30),
-            CallOptions.timeout(Duration.ofSeconds(10)))) {
+        c.hold(ns, partition, Target.seats("R2"))
+            .ttl(Duration.ofSeconds(30))
+            .options(CallOptions.timeout(Duration.ofSeconds(10)))
+            .acquire()) {
       assertFalse(h.token().isEmpty());
     }
   }
@@ -361,7 +359,8 @@ class HoldfastLiveTest {
     c.close();
     HoldfastException.ClientClosed e =
         assertThrows(
-            HoldfastException.ClientClosed.class, () -> c.hold(ns, partition, List.of("C1"), null));
+            HoldfastException.ClientClosed.class,
+            () -> c.hold(ns, partition, Target.seats("C1")).acquire());
     assertTrue(e.getMessage().contains("client is closed"), e.getMessage());
   }
 }

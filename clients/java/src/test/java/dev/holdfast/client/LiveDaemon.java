@@ -52,7 +52,8 @@ final class LiveDaemon implements BeforeAllCallback {
       return new Choice("given", given);
     }
     String d = env.get("HOLDFASTD");
-    Path holdfastd = d != null && !d.isEmpty() ? Path.of(d) : repo.resolve("build/daemon/holdfastd");
+    Path holdfastd =
+        d != null && !d.isEmpty() ? Path.of(d) : repo.resolve("build/daemon/holdfastd");
     if (!Files.isExecutable(holdfastd)) {
       return new Choice(
           "skip",
@@ -68,7 +69,8 @@ final class LiveDaemon implements BeforeAllCallback {
             .filter(p -> !p.isEmpty())
             .anyMatch(p -> Files.isExecutable(Path.of(p, "redis-server")));
     if (!redis) {
-      return new Choice("skip", "live tests start their own stack, but redis-server is not installed");
+      return new Choice(
+          "skip", "live tests start their own stack, but redis-server is not installed");
     }
     return new Choice("own", "");
   }
@@ -113,7 +115,8 @@ final class LiveDaemon implements BeforeAllCallback {
         }
       }
       if (!Files.exists(script)) {
-        return new Stack(null, null, false, null, "no stack script: " + script + " is missing", null);
+        return new Stack(
+            null, null, false, null, "no stack script: " + script + " is missing", null);
       }
       Path dir;
       try {
@@ -227,7 +230,7 @@ final class LiveDaemon implements BeforeAllCallback {
         while (System.nanoTime() < deadline) {
           try {
             var h = c.health();
-            if (h.getReady()) {
+            if (h.ready()) {
               return;
             }
             last = new IllegalStateException("health: " + h);

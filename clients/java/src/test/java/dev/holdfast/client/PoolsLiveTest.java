@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import dev.holdfast.v1.Code;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,27 +25,27 @@ class PoolsLiveTest extends LiveTestBase {
   /** Sets the capacities; skips when the stack has no pools namespace (no PostgreSQL). */
   private void capacities(HoldfastClient c, long adult, long child) {
     try {
-      c.setCapacity(GA, partition, "adult", adult);
+      c.admin().setCapacity(GA, partition, "adult", adult);
     } catch (HoldfastException e) {
       assumeTrue(e.getCode() != Code.CODE_NOT_FOUND, "no pools namespace 'ga': " + e.getMessage());
       throw e;
     }
-    c.setCapacity(GA, partition, "child", child);
+    c.admin().setCapacity(GA, partition, "child", child);
   }
 
   private PoolStatus pool(HoldfastClient c, String pool) {
-    return c.poolStatus(GA, partition, List.of(pool)).get(0);
+    return c.status(GA, partition, Target.units(pool)).pools().get(0);
   }
 
   @Test
   void capacityIsSetReadAndNeverBelowSold() {
     HoldfastClient c = client();
     capacities(c, 5, 2);
-    PoolCapacity set = c.setCapacity(GA, partition, "adult", 6);
+    PoolCapacity set = c.admin().setCapacity(GA, partition, "adult", 6);
     assertEquals(new PoolCapacity("adult", 6, 0, false), set);
-    assertEquals(new PoolCapacity("", 1, 0, true), c.setDefaultCapacity(GA, partition, 1));
+    assertEquals(new PoolCapacity("", 1, 0, true), c.admin().setDefaultCapacity(GA, partition, 1));
 
-    PoolCapacities caps = c.getCapacity(GA, partition, List.of("adult", "child", "user-17"));
+    Capacities caps = c.getCapacity(GA, partition, List.of("adult", "child", "user-17"));
     assertEquals(1, caps.defaultCapacity());
     assertEquals(
         List.of(
@@ -53,15 +54,17 @@ class PoolsLiveTest extends LiveTestBase {
             new PoolCapacity("user-17", 1, 0, true)),
         caps.pools());
 
-    try (UnitsHold h = c.holdUnits(GA, partition, List.of(Units.of("adult", 4)), TTL)) {
+    try (Hold h = c.hold(GA, partition, Target.units(Map.of("adult", 4))).ttl(TTL).acquire()) {
       h.confirm(ConfirmOptions.of("cap-" + partition, "order-1"));
     }
     HoldfastException below =
-        assertThrows(HoldfastException.class, () -> c.setCapacity(GA, partition, "adult", 3));
+        assertThrows(
+            HoldfastException.class, () -> c.admin().setCapacity(GA, partition, "adult", 3));
     assertEquals(Code.CODE_FAILED_PRECONDITION, below.getCode());
     assertEquals("capacity", below.getField());
     assertEquals("adult", below.getResourceId());
-    assertEquals(new PoolCapacity("adult", 4, 4, false), c.setCapacity(GA, partition, "adult", 4));
+    assertEquals(
+        new PoolCapacity("adult", 4, 4, false), c.admin().setCapacity(GA, partition, "adult", 4));
   }
 
   @Test
@@ -70,10 +73,10 @@ class PoolsLiveTest extends LiveTestBase {
     HoldfastClient b = client();
     capacities(a, 5, 2);
     List<Units> family = List.of(Units.of("adult", 2), Units.of("child", 1));
-    try (UnitsHold first = a.holdUnits(GA, partition, List.of(Units.of("adult", 4)), TTL)) {
+    try (Hold first = a.hold(GA, partition, Target.units(Map.of("adult", 4))).ttl(TTL).acquire()) {
       assertTrue(first.fence() != 0);
       assertFalse(first.toString().contains(first.token()));
-      List<PoolStatus> mine = first.status();
+      List<PoolStatus> mine = first.status().pools();
       assertEquals(1, mine.size());
       PoolStatus s = mine.get(0);
       assertEquals("adult", s.pool());
@@ -85,7 +88,8 @@ class PoolsLiveTest extends LiveTestBase {
       // 2 adults asked, 1 free: nothing is taken, not even the child.
       HoldfastException.HeldByAnother busy =
           assertThrows(
-              HoldfastException.HeldByAnother.class, () -> b.holdUnits(GA, partition, family, TTL));
+              HoldfastException.HeldByAnother.class,
+              () -> b.hold(GA, partition, Target.units(family)).ttl(TTL).acquire());
       assertEquals("adult", busy.getResourceId());
       assertEquals(0, pool(b, "child").held());
       assertEquals(0, pool(b, "adult").owned(), "owned needs the token");
@@ -97,15 +101,16 @@ class PoolsLiveTest extends LiveTestBase {
     // 2 asked, 1 left unsold: sold out, naming the pool; again nothing taken.
     HoldfastException.Confirmed soldOut =
         assertThrows(
-            HoldfastException.Confirmed.class, () -> b.holdUnits(GA, partition, family, TTL));
+            HoldfastException.Confirmed.class,
+            () -> b.hold(GA, partition, Target.units(family)).ttl(TTL).acquire());
     assertEquals("adult", soldOut.getResourceId());
     assertEquals(0, pool(b, "child").held());
 
     // A hold that fits, extended and released; its units come back.
-    UnitsHold last =
-        b.holdUnits(GA, partition, List.of(Units.of("adult", 1), Units.of("child", 2)), TTL);
+    Hold last =
+        b.hold(GA, partition, Target.units(Map.of("adult", 1, "child", 2))).ttl(TTL).acquire();
     assertEquals(Duration.ofMinutes(1), last.extend(Duration.ofMinutes(1)));
-    assertTrue(last.status().get(1).ttl().compareTo(TTL) > 0);
+    assertTrue(last.status().pools().get(1).ttl().compareTo(TTL) > 0);
     assertEquals(3, last.release());
     assertEquals(0, pool(b, "child").held());
     assertThrows(HoldfastException.NotHeld.class, () -> last.extend(TTL));
@@ -119,8 +124,8 @@ class PoolsLiveTest extends LiveTestBase {
     List<Units> family = List.of(Units.of("adult", 2), Units.of("child", 1));
     String key = "order-" + partition + ":confirm";
     ConfirmOptions opts = new ConfirmOptions(key, "order-" + partition, new byte[] {1, 2, 3});
-    UnitsConfirmation conf;
-    UnitsHold h = c.holdUnits(GA, partition, family, TTL);
+    ConfirmResult conf;
+    Hold h = c.hold(GA, partition, Target.units(family)).ttl(TTL).acquire();
     try (h) {
       conf = h.confirm(opts);
     }
@@ -130,13 +135,13 @@ class PoolsLiveTest extends LiveTestBase {
     assertTrue(conf.confirmedAt().toEpochMilli() > 0);
 
     // The answer was lost; the retry with the same key replays it and sells nothing more.
-    UnitsConfirmation again = h.confirm(opts);
+    ConfirmResult again = h.confirm(opts);
     assertTrue(again.replayed());
     assertEquals(conf.fence(), again.fence());
     assertEquals(2, pool(c, "adult").sold());
 
     // Confirm only what the token holds; a hold gone is HOLD_LOST.
-    UnitsHold gone = c.holdUnits(GA, partition, List.of(Units.of("adult", 1)), TTL);
+    Hold gone = c.hold(GA, partition, Target.units(Map.of("adult", 1))).ttl(TTL).acquire();
     gone.release();
     assertThrows(
         HoldfastException.HoldLost.class,
@@ -144,11 +149,11 @@ class PoolsLiveTest extends LiveTestBase {
 
     // The customer returns one adult ticket.
     String refund = "order-" + partition + ":refund-1";
-    UnitsCancelResult res =
-        c.cancelUnits(GA, partition, List.of(Units.of("adult", 1)), refund, "order-" + partition);
-    assertEquals(new UnitsCancelResult(1, false, List.of(Units.of("adult", 1))), res);
+    CancelResult res =
+        c.cancel(GA, partition, Target.units(Map.of("adult", 1)), refund, "order-" + partition);
+    assertEquals(new CancelResult(1, false, List.of(Units.of("adult", 1))), res);
     assertTrue(
-        c.cancelUnits(GA, partition, List.of(Units.of("adult", 1)), refund, "order-" + partition)
+        c.cancel(GA, partition, Target.units(Map.of("adult", 1)), refund, "order-" + partition)
             .replayed());
     assertEquals(1, pool(c, "adult").sold());
 
@@ -157,17 +162,17 @@ class PoolsLiveTest extends LiveTestBase {
         assertThrows(
             HoldfastException.class,
             () ->
-                c.cancelUnits(
+                c.cancel(
                     GA,
                     partition,
-                    List.of(Units.of("adult", 1), Units.of("child", 2)),
+                    Target.units(Map.of("adult", 1, "child", 2)),
                     "order-" + partition + ":refund-2",
                     "order-" + partition));
     assertEquals(Code.CODE_NOT_FOUND, nf.getCode());
     assertEquals("child", nf.getResourceId());
     assertEquals(1, pool(c, "adult").sold());
     assertEquals(1, pool(c, "child").sold());
-    PoolCapacities caps = c.getCapacity(GA, partition, List.of("adult", "child"));
+    Capacities caps = c.getCapacity(GA, partition, List.of("adult", "child"));
     assertEquals(List.of(1L, 1L), caps.pools().stream().map(PoolCapacity::sold).toList());
   }
 }

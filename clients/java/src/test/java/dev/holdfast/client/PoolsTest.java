@@ -73,33 +73,33 @@ class PoolsTest {
     g.answers.put(Request.MethodCase.RELEASE, "pool_release_response");
     try (ScriptedPeer peer = new ScriptedPeer(g);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      UnitsHold h =
-          client.holdUnits(
-              NS,
-              SHOW,
-              FAMILY,
-              Duration.ofMinutes(2),
-              CallOptions.timeout(Duration.ofMillis(1500)).withCorrelationId("ga-1"));
+      // A Map's units go out ordered by pool name, whatever its iteration order.
+      Hold h =
+          client
+              .hold(NS, SHOW, Target.units(Map.of("child", 1, "adult", 2)))
+              .ttl(Duration.ofMinutes(2))
+              .options(CallOptions.timeout(Duration.ofMillis(1500)).withCorrelationId("ga-1"))
+              .acquire();
       assertEquals(goldenRequest("pool_hold_request").getHold(), g.requests.take().getHold());
       assertEquals(TOKEN, h.token());
       assertEquals(1764412345678908L, h.fence());
       assertEquals(Duration.ofMinutes(2), h.ttl());
-      assertEquals(FAMILY, h.units());
-      assertEquals(List.of("adult", "child"), h.pools());
+      assertEquals(Target.units(FAMILY), h.target());
+      assertEquals(List.of("adult", "child"), h.target().pools());
       assertFalse(h.toString().contains("Zm9vYmFyYmF6cXV4MTIzNA"), h.toString());
       assertTrue(h.toString().contains("adult=2,child=1"), h.toString());
 
       h.extend(Duration.ofMinutes(5));
       assertEquals(goldenRequest("pool_extend_request").getExtend(), g.requests.take().getExtend());
 
-      List<PoolStatus> st = h.status();
+      List<PoolStatus> st = h.status().pools();
       assertEquals(goldenRequest("pool_status_request").getStatus(), g.requests.take().getStatus());
       assertEquals(
           new PoolStatus("adult", 5000, 4990, 7, 3, 2, Duration.ofMillis(118250)), st.get(0));
       assertEquals(
           new PoolStatus("child", 500, 500, 1, 0, 1, Duration.ofMillis(118250)), st.get(1));
 
-      UnitsConfirmation conf =
+      ConfirmResult conf =
           h.confirm(
               new ConfirmOptions(
                   "order-4712:confirm",
@@ -114,13 +114,13 @@ class PoolsTest {
       h.close(); // confirmed: nothing is sent
       assertNull(g.requests.poll(100, TimeUnit.MILLISECONDS));
 
-      try (UnitsHold h2 = client.holdUnits(NS, SHOW, FAMILY, null)) {
+      try (Hold h2 = client.hold(NS, SHOW, Target.units(FAMILY)).acquire()) {
         g.requests.take();
         assertEquals(TOKEN, h2.token());
       }
       Request release = g.requests.take();
       assertEquals(goldenRequest("pool_release_request").getRelease(), release.getRelease());
-      UnitsHold h3 = client.holdUnits(NS, SHOW, FAMILY, null);
+      Hold h3 = client.hold(NS, SHOW, Target.units(FAMILY)).acquire();
       g.requests.take();
       assertEquals(3, h3.release());
     }
@@ -135,18 +135,19 @@ class PoolsTest {
       HoldfastException.HeldByAnother busy =
           assertThrows(
               HoldfastException.HeldByAnother.class,
-              () -> client.holdUnits(NS, SHOW, FAMILY, null));
+              () -> client.hold(NS, SHOW, Target.units(FAMILY)).acquire());
       assertEquals("adult", busy.getResourceId());
       assertFalse(busy.isRetryable());
 
       g.answers.put(Request.MethodCase.HOLD, "pool_hold_response_sold_out");
       HoldfastException.Confirmed soldOut =
           assertThrows(
-              HoldfastException.Confirmed.class, () -> client.holdUnits(NS, SHOW, FAMILY, null));
+              HoldfastException.Confirmed.class,
+              () -> client.hold(NS, SHOW, Target.units(FAMILY)).acquire());
       assertEquals("child", soldOut.getResourceId());
 
       g.answers.put(Request.MethodCase.CONFIRM, "pool_confirm_response_sold_out");
-      UnitsHold h = client.resumeUnits(NS, SHOW, FAMILY, TOKEN);
+      Hold h = client.resume(NS, SHOW, Target.units(FAMILY), TOKEN);
       HoldfastException.Conflict conflict =
           assertThrows(
               HoldfastException.Conflict.class, () -> h.confirm(ConfirmOptions.of("k", "r")));
@@ -154,7 +155,8 @@ class PoolsTest {
 
       g.answers.put(Request.MethodCase.SET_CAPACITY, "set_capacity_response_below_sold");
       HoldfastException below =
-          assertThrows(HoldfastException.class, () -> client.setCapacity(NS, SHOW, "adult", 4000));
+          assertThrows(
+              HoldfastException.class, () -> client.admin().setCapacity(NS, SHOW, "adult", 4000));
       assertEquals(Code.CODE_FAILED_PRECONDITION, below.getCode());
       assertEquals("capacity", below.getField());
       assertEquals("adult", below.getResourceId());
@@ -170,24 +172,24 @@ class PoolsTest {
     g.answers.put(Request.MethodCase.GET_CAPACITY, "get_capacity_response");
     try (ScriptedPeer peer = new ScriptedPeer(g);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      UnitsCancelResult c =
-          client.cancelUnits(
-              NS, SHOW, List.of(Units.of("adult", 1)), "order-4712:refund-1", "order-4712");
+      CancelResult c =
+          client.cancel(
+              NS, SHOW, Target.units(Map.of("adult", 1)), "order-4712:refund-1", "order-4712");
       assertEquals(goldenRequest("pool_cancel_request").getCancel(), g.requests.take().getCancel());
-      assertEquals(new UnitsCancelResult(1, false, List.of(Units.of("adult", 1))), c);
+      assertEquals(new CancelResult(1, false, List.of(Units.of("adult", 1))), c);
 
-      PoolCapacity set = client.setCapacity(NS, SHOW, "adult", 5000);
+      PoolCapacity set = client.admin().setCapacity(NS, SHOW, "adult", 5000);
       assertEquals(
           goldenRequest("set_capacity_request").getSetCapacity(),
           g.requests.take().getSetCapacity());
       assertEquals(new PoolCapacity("adult", 5000, 4990, false), set);
 
-      client.setDefaultCapacity("coupon", "batch-7", 1);
+      client.admin().setDefaultCapacity("coupon", "batch-7", 1);
       assertEquals(
           goldenRequest("set_capacity_default_request").getSetCapacity(),
           g.requests.take().getSetCapacity());
 
-      PoolCapacities caps = client.getCapacity(NS, SHOW, List.of("adult", "user-17"));
+      Capacities caps = client.getCapacity(NS, SHOW, List.of("adult", "user-17"));
       assertEquals(
           goldenRequest("get_capacity_request").getGetCapacity(),
           g.requests.take().getGetCapacity());

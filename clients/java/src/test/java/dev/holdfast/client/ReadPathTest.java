@@ -2,7 +2,6 @@ package dev.holdfast.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -105,7 +104,7 @@ class ReadPathTest {
           for (int i = 0; i < n; i++) {
             String corr = "r" + round + "-caller-" + i;
             answers.add(
-                pool.submit(() -> client.health(named(corr, Duration.ofSeconds(5))).getVersion()));
+                pool.submit(() -> client.health(named(corr, Duration.ofSeconds(5))).version()));
           }
           for (int i = 0; i < n; i++) {
             assertEquals("r" + round + "-caller-" + i, answers.get(i).get(10, TimeUnit.SECONDS));
@@ -125,11 +124,11 @@ class ReadPathTest {
       client.health(named("warm", Duration.ofSeconds(5))); // connected
       CompletableFuture<String> first =
           CompletableFuture.supplyAsync(
-              () -> client.health(named("first", Duration.ofSeconds(5))).getVersion());
+              () -> client.health(named("first", Duration.ofSeconds(5))).version());
       d.awaitArrived(1); // "first" is sent: it reads (it is alone)
       CompletableFuture<String> second =
           CompletableFuture.supplyAsync(
-              () -> client.health(named("second", Duration.ofSeconds(5))).getVersion());
+              () -> client.health(named("second", Duration.ofSeconds(5))).version());
       d.awaitArrived(2);
       Thread.sleep(50); // "second" parks behind the reading "first"
       d.answer(peer, "first");
@@ -148,11 +147,11 @@ class ReadPathTest {
       client.health(named("warm", Duration.ofSeconds(5)));
       CompletableFuture<String> first =
           CompletableFuture.supplyAsync(
-              () -> client.health(named("first", Duration.ofSeconds(5))).getVersion());
+              () -> client.health(named("first", Duration.ofSeconds(5))).version());
       d.awaitArrived(1);
       CompletableFuture<String> second =
           CompletableFuture.supplyAsync(
-              () -> client.health(named("second", Duration.ofSeconds(5))).getVersion());
+              () -> client.health(named("second", Duration.ofSeconds(5))).version());
       d.awaitArrived(2);
       d.answer(peer, "second");
       assertEquals("second", second.get(5, TimeUnit.SECONDS));
@@ -171,20 +170,19 @@ class ReadPathTest {
         HoldfastClient client =
             HoldfastClient.builder(peer.path).callbackExecutor(callbacks).build()) {
       client.health(named("warm", Duration.ofSeconds(5)));
-      CompletableFuture<HealthResponse> async =
-          client.healthAsync(named("async", Duration.ofSeconds(5)));
+      CompletableFuture<Health> async = client.healthAsync(named("async", Duration.ofSeconds(5)));
       AtomicReference<String> completedOn = new AtomicReference<>();
-      CompletableFuture<HealthResponse> seen =
+      CompletableFuture<Health> seen =
           async.whenComplete((r, e) -> completedOn.set(Thread.currentThread().getName()));
       d.awaitArrived(1);
       CompletableFuture<String> blocking =
           CompletableFuture.supplyAsync(
-              () -> client.health(named("blocking", Duration.ofSeconds(5))).getVersion());
+              () -> client.health(named("blocking", Duration.ofSeconds(5))).version());
       d.awaitArrived(2);
       d.answer(peer, "async");
       d.answer(peer, "blocking");
       assertEquals("blocking", blocking.get(5, TimeUnit.SECONDS));
-      assertEquals("async", seen.get(5, TimeUnit.SECONDS).getVersion());
+      assertEquals("async", seen.get(5, TimeUnit.SECONDS).version());
       assertEquals("test-callbacks", completedOn.get());
     } finally {
       callbacks.shutdownNow();
@@ -217,7 +215,11 @@ class ReadPathTest {
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
       CountDownLatch lost = new CountDownLatch(1);
       Hold h =
-          client.hold("seat", "p", List.of("A1")).session().onLost(x -> lost.countDown()).acquire();
+          client
+              .hold("seat", "p", Target.seats("A1"))
+              .session()
+              .onLost(x -> lost.countDown())
+              .acquire();
       Thread.sleep(50); // nothing in flight now
       peer.send(
           conn.get(),
@@ -237,7 +239,7 @@ class ReadPathTest {
               .build());
       assertTrue(lost.await(5, TimeUnit.SECONDS), "the session event was read and dispatched");
       assertEquals(Code.CODE_NOT_HELD, h.lost().orElseThrow().getCode());
-      assertTrue(client.health().getLive(), "calls go on after the event");
+      assertTrue(client.health().live(), "calls go on after the event");
     }
   }
 
@@ -272,7 +274,7 @@ class ReadPathTest {
       d.byCorr.clear();
       CompletableFuture<String> next =
           CompletableFuture.supplyAsync(
-              () -> client.health(named("next", Duration.ofSeconds(5))).getVersion());
+              () -> client.health(named("next", Duration.ofSeconds(5))).version());
       d.awaitArrived(1);
       d.answer(peer, "next");
       assertEquals("next", next.get(5, TimeUnit.SECONDS), "the next call reconnects");
@@ -286,14 +288,15 @@ class ReadPathTest {
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
       long t0 = System.nanoTime();
       CompletableFuture<Object> leader =
-          CompletableFuture.supplyAsync(() -> client.health(named("leader", Duration.ofMillis(200))));
+          CompletableFuture.supplyAsync(
+              () -> client.health(named("leader", Duration.ofMillis(200))));
       d.awaitArrived(1);
       CompletableFuture<Object> follower =
           CompletableFuture.supplyAsync(
               () -> client.health(named("follower", Duration.ofMillis(400))));
       CompletableFuture<String> patient =
           CompletableFuture.supplyAsync(
-              () -> client.health(named("patient", Duration.ofSeconds(5))).getVersion());
+              () -> client.health(named("patient", Duration.ofSeconds(5))).version());
       d.awaitArrived(3);
       for (CompletableFuture<Object> f : List.of(leader, follower)) {
         Exception e = assertThrows(Exception.class, () -> f.get(5, TimeUnit.SECONDS));
@@ -321,11 +324,11 @@ class ReadPathTest {
                   p.send(c, okHealth(req));
                 });
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      assertEquals("one", client.health(named("one", Duration.ofSeconds(5))).getVersion());
+      assertEquals("one", client.health(named("one", Duration.ofSeconds(5))).version());
       peer.dropConnections(); // the daemon restarted while the client sat idle: nobody reads
       Thread.sleep(50);
       // The write on the dead connection fails (EPIPE): never seen by the daemon, sent again.
-      assertEquals("two", client.health(named("two", Duration.ofSeconds(5))).getVersion());
+      assertEquals("two", client.health(named("two", Duration.ofSeconds(5))).version());
       assertEquals(2, seen.get(), "each call reached the daemon once");
     }
   }

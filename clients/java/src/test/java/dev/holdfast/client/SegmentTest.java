@@ -11,7 +11,6 @@ import dev.holdfast.v1.ConfirmResponse;
 import dev.holdfast.v1.ExtendResponse;
 import dev.holdfast.v1.HoldResponse;
 import dev.holdfast.v1.ReleaseResponse;
-import dev.holdfast.v1.Request;
 import dev.holdfast.v1.Response;
 import dev.holdfast.v1.StatusResponse;
 import java.time.Duration;
@@ -66,7 +65,9 @@ class SegmentTest {
             default -> method = req.getMethodCase().toString();
           }
           seen.add(
-              seg == null ? method + " -" : method + " " + seg.getFromStop() + "->" + seg.getToStop());
+              seg == null
+                  ? method + " -"
+                  : method + " " + seg.getFromStop() + "->" + seg.getToStop());
           p.send(c, r.build());
         });
   }
@@ -76,20 +77,21 @@ class SegmentTest {
     List<String> seen = new CopyOnWriteArrayList<>();
     try (ScriptedPeer peer = recordingPeer(seen);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      try (Hold h = client.hold("train", "ktx", List.of("E7"), Segment.of(0, 2), null)) {
-        assertEquals(Segment.of(0, 2), h.segment().orElseThrow());
+      try (Hold h = client.hold("train", "ktx", Target.seats("E7").onSegment(0, 2)).acquire()) {
+        assertEquals(Segment.of(0, 2), h.target().segment().orElseThrow());
         assertTrue(h.toString().contains("segment=0->2"), h.toString());
         assertFalse(h.toString().contains("1.fake"));
         h.extend(Duration.ofSeconds(1));
         h.status();
       } // close: release on the same legs
-      Hold h2 = client.hold("train", "ktx", List.of("E7"), Segment.of(2, 4), null);
+      Hold h2 = client.hold("train", "ktx", Target.seats("E7").onSegment(2, 4)).acquire();
       h2.confirm(ConfirmOptions.of("k-1", "order-1"));
-      client.cancel("train", "ktx", List.of("E7"), Segment.of(2, 4), "r-1", "order-1");
-      client.status("train", "ktx", List.of("E7"), Segment.of(0, 4));
-      client.resume("train", "ktx", List.of("E7"), Segment.of(5, 6), "1.fake").release();
+      client.cancel("train", "ktx", Target.seats("E7").onSegment(2, 4), "r-1", "order-1");
+      client.status("train", "ktx", Target.seats("E7").onSegment(0, 4)).resources();
+      client.resume("train", "ktx", Target.seats("E7").onSegment(5, 6), "1.fake").release();
       client
-          .holdAsync("train", "ktx", List.of("E8"), Segment.of(6, 7), null, null)
+          .hold("train", "ktx", Target.seats("E8").onSegment(6, 7))
+          .acquireAsync()
           .join()
           .release();
     }
@@ -106,14 +108,15 @@ class SegmentTest {
     List<String> seen = new CopyOnWriteArrayList<>();
     try (ScriptedPeer peer = recordingPeer(seen);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      try (Hold h = client.hold("seat", "run-1", List.of("E7"), Duration.ofMinutes(1))) {
-        assertTrue(h.segment().isEmpty());
+      try (Hold h =
+          client.hold("seat", "run-1", Target.seats("E7")).ttl(Duration.ofMinutes(1)).acquire()) {
+        assertTrue(h.target().segment().isEmpty());
         assertFalse(h.toString().contains("segment"));
         h.extend(Duration.ofSeconds(1));
         h.confirm(ConfirmOptions.of("k-2", "k-2"));
       }
-      client.cancel("seat", "run-1", List.of("E7"), "r-2", "k-2");
-      client.status("seat", "run-1", List.of("E7"));
+      client.cancel("seat", "run-1", Target.seats("E7"), "r-2", "k-2");
+      client.status("seat", "run-1", Target.seats("E7")).resources();
     }
     assertEquals(List.of("hold -", "extend -", "confirm -", "cancel -", "status -"), seen);
   }

@@ -26,28 +26,30 @@ class SessionLiveTest extends LiveTestBase {
 
 
   private List<ResourceState> states(HoldfastClient c, List<String> ids) {
-    return c.status(SEAT, partition, ids).stream().map(ResourceStatus::state).toList();
+    return c.status(SEAT, partition, Target.seats(ids)).resources().stream()
+        .map(ResourceStatus::state)
+        .toList();
   }
 
   @Test
   void idleSessionHoldIsRenewedPastThreeSessionTtls() throws Exception {
     HoldfastClient a = client();
     HoldfastClient b = client();
-    try (Hold h = a.hold(SEAT, partition, List.of("E7", "E8")).session().acquire()) {
+    try (Hold h = a.hold(SEAT, partition, Target.seats("E7", "E8")).session().acquire()) {
       assertTrue(h.session());
       Duration ttl = h.ttl();
       assertTrue(ttl.compareTo(Duration.ZERO) > 0, "the session TTL: " + ttl);
       Thread.sleep(ttl.multipliedBy(3).plusMillis(500).toMillis()); // a says nothing meanwhile
 
       assertTrue(h.lost().isEmpty(), () -> "lost: " + h.lost().get().getMessage());
-      for (ResourceStatus r : h.status()) {
+      for (ResourceStatus r : h.status().resources()) {
         assertEquals(HELD, r.state(), r.toString());
         assertTrue(r.owned(), r.toString());
         assertTrue(r.ttl().compareTo(Duration.ZERO) > 0, r.toString());
       }
       assertInstanceOf(
           HoldfastException.HeldByAnother.class,
-          assertThrowsHoldfast(() -> b.hold(SEAT, partition, List.of("E8")).acquire()));
+          assertThrowsHoldfast(() -> b.hold(SEAT, partition, Target.seats("E8")).acquire()));
     }
     assertEquals(List.of(FREE, FREE), states(b, List.of("E7", "E8")), "released on scope exit");
   }
@@ -57,8 +59,9 @@ class SessionLiveTest extends LiveTestBase {
     HoldfastClient a = client();
     HoldfastClient bystander = client();
     BlockingQueue<Hold> reported = new ArrayBlockingQueue<>(2);
-    Hold h = a.hold(SEAT, partition, List.of("E7", "E8")).session().onLost(reported::add).acquire();
-    Hold plain = a.hold(SEAT, partition, List.of("E9")).ttl(Duration.ofMinutes(1)).acquire();
+    Hold h =
+        a.hold(SEAT, partition, Target.seats("E7", "E8")).session().onLost(reported::add).acquire();
+    Hold plain = a.hold(SEAT, partition, Target.seats("E9")).ttl(Duration.ofMinutes(1)).acquire();
     assertEquals(List.of(HELD, HELD, HELD), states(bystander, List.of("E7", "E8", "E9")));
 
     long closed = System.nanoTime();
@@ -86,15 +89,17 @@ class SessionLiveTest extends LiveTestBase {
     HoldfastClient other = client();
     BlockingQueue<Hold> reported = new ArrayBlockingQueue<>(4);
     Hold released =
-        a.hold(SEAT, partition, List.of("E7")).session().onLost(reported::add).acquire();
+        a.hold(SEAT, partition, Target.seats("E7")).session().onLost(reported::add).acquire();
     Hold takenOver =
-        a.hold(SEAT, partition, List.of("E8", "E9")).session().onLost(reported::add).acquire();
-    Hold kept = a.hold(SEAT, partition, List.of("F1")).session().onLost(reported::add).acquire();
+        a.hold(SEAT, partition, Target.seats("E8", "E9")).session().onLost(reported::add).acquire();
+    Hold kept =
+        a.hold(SEAT, partition, Target.seats("F1")).session().onLost(reported::add).acquire();
 
     // Another connection releases E7 with its token, and releases E8 then takes it for itself.
-    assertEquals(1, other.resume(SEAT, partition, List.of("E7"), released.token()).release());
-    assertEquals(1, other.resume(SEAT, partition, List.of("E8"), takenOver.token()).release());
-    Hold thief = other.hold(SEAT, partition, List.of("E8")).ttl(Duration.ofMinutes(1)).acquire();
+    assertEquals(1, other.resume(SEAT, partition, Target.seats("E7"), released.token()).release());
+    assertEquals(1, other.resume(SEAT, partition, Target.seats("E8"), takenOver.token()).release());
+    Hold thief =
+        other.hold(SEAT, partition, Target.seats("E8")).ttl(Duration.ofMinutes(1)).acquire();
 
     // The next renewal (every third of the session TTL) finds them gone.
     long within = released.ttl().toMillis() + 2000;
@@ -114,12 +119,12 @@ class SessionLiveTest extends LiveTestBase {
     assertEquals("E8", taken.getResourceId());
     // All or nothing: what was still the token's (E9) was given back.
     assertEquals(List.of(HELD, FREE), states(other, List.of("E8", "E9")));
-    assertTrue(thief.status().get(0).owned(), "E8 is the other client's now");
+    assertTrue(thief.status().resources().get(0).owned(), "E8 is the other client's now");
 
     // The connection goes on, and so does the session hold nobody touched.
-    assertTrue(a.health().getLive());
+    assertTrue(a.health().live());
     assertTrue(kept.lost().isEmpty());
-    assertTrue(kept.status().get(0).owned());
+    assertTrue(kept.status().resources().get(0).owned());
     assertTrue(reported.isEmpty());
 
     released.close(); // NOT_HELD on scope exit: quiet
@@ -131,8 +136,8 @@ class SessionLiveTest extends LiveTestBase {
   @Test
   void confirmedSessionHoldLeavesTheSession() throws Exception {
     HoldfastClient a = client();
-    try (Hold h = a.hold(SEAT, partition, List.of("E7")).session().acquire()) {
-      Confirmation c;
+    try (Hold h = a.hold(SEAT, partition, Target.seats("E7")).session().acquire()) {
+      ConfirmResult c;
       try {
         c = h.confirm(ConfirmOptions.of("order-" + partition, "customer-42"));
       } catch (HoldfastException e) {
@@ -145,7 +150,7 @@ class SessionLiveTest extends LiveTestBase {
       assertEquals(0, a.sessionHoldCount());
     }
     Thread.sleep(2500); // past a renewal: nothing is reported for a sold hold of ours
-    assertTrue(a.health().getLive());
+    assertTrue(a.health().live());
     assertEquals(
         List.of(ResourceState.RESOURCE_STATE_CONFIRMED), states(a, List.of("E7")));
   }

@@ -109,7 +109,7 @@ class SessionTest {
     Daemon d = new Daemon();
     try (ScriptedPeer peer = new ScriptedPeer(d);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      try (Hold h = client.hold("seat", "run-1", List.of("E7", "E8")).session().acquire()) {
+      try (Hold h = client.hold("seat", "run-1", Target.seats("E7", "E8")).session().acquire()) {
         Request req = d.requests.take();
         assertTrue(req.getHold().getSession());
         assertEquals(0, req.getHold().getTtlMs());
@@ -124,7 +124,7 @@ class SessionTest {
       assertTrue(d.requests.take().hasRelease(), "leaving the scope releases a session hold");
 
       Hold plain =
-          client.hold("seat", "run-1", List.of("E9")).ttl(Duration.ofSeconds(30)).acquire();
+          client.hold("seat", "run-1", Target.seats("E9")).ttl(Duration.ofSeconds(30)).acquire();
       Request req = d.requests.take();
       assertFalse(req.getHold().getSession());
       assertEquals(30000, req.getHold().getTtlMs());
@@ -142,7 +142,7 @@ class SessionTest {
               HoldfastException.InvalidArgument.class,
               () ->
                   client
-                      .hold("seat", "run-1", List.of("E7"))
+                      .hold("seat", "run-1", Target.seats("E7"))
                       .session()
                       .ttl(Duration.ofSeconds(30))
                       .acquire());
@@ -159,10 +159,18 @@ class SessionTest {
     try (ScriptedPeer peer = new ScriptedPeer(d);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
       Hold a =
-          client.hold("seat", "run-1", List.of("E7")).session().onLost(reported::add).acquire();
+          client
+              .hold("seat", "run-1", Target.seats("E7"))
+              .session()
+              .onLost(reported::add)
+              .acquire();
       Hold b =
-          client.hold("seat", "run-1", List.of("E8")).session().onLost(reported::add).acquire();
-      Hold other = client.hold("seat", "run-2", List.of("E7")).session().acquire();
+          client
+              .hold("seat", "run-1", Target.seats("E8"))
+              .session()
+              .onLost(reported::add)
+              .acquire();
+      Hold other = client.hold("seat", "run-2", Target.seats("E7")).session().acquire();
       assertEquals(3, client.sessionHoldCount());
 
       // Fence of b, but in another partition: not b. Then b itself, taken over.
@@ -181,12 +189,12 @@ class SessionTest {
       assertTrue(other.lost().isEmpty());
 
       // Not the end of the connection: calls go on, the other holds stay in the session.
-      assertTrue(client.health().getLive());
+      assertTrue(client.health().live());
       assertEquals(2, client.sessionHoldCount());
 
       // A second report of the same hold changes nothing; the listener ran once.
       peer.send(d.conn, event(lost("run-1", b.fence(), Code.CODE_NOT_HELD, "E8")));
-      assertTrue(client.health().getLive());
+      assertTrue(client.health().live());
       assertInstanceOf(HoldfastException.HeldByAnother.class, b.lost().orElseThrow());
       assertNull(reported.poll(100, TimeUnit.MILLISECONDS));
 
@@ -199,7 +207,7 @@ class SessionTest {
       a.release();
       assertEquals(1, client.sessionHoldCount());
       peer.send(d.conn, event(lost("run-1", a.fence(), Code.CODE_NOT_HELD, "E7")));
-      assertTrue(client.health().getLive());
+      assertTrue(client.health().live());
       assertTrue(a.lost().isEmpty());
     }
   }
@@ -214,7 +222,7 @@ class SessionTest {
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
       Hold h =
           client
-              .hold("seat", "run-1", List.of("E7"))
+              .hold("seat", "run-1", Target.seats("E7"))
               .session()
               .onLost(x -> calls.incrementAndGet())
               .acquire();
@@ -232,8 +240,12 @@ class SessionTest {
     try (ScriptedPeer peer = new ScriptedPeer(d);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
       Hold s =
-          client.hold("seat", "run-1", List.of("E7")).session().onLost(reported::set).acquire();
-      Hold plain = client.hold("seat", "run-1", List.of("E8")).acquire();
+          client
+              .hold("seat", "run-1", Target.seats("E7"))
+              .session()
+              .onLost(reported::set)
+              .acquire();
+      Hold plain = client.hold("seat", "run-1", Target.seats("E8")).acquire();
       peer.dropConnections(); // the daemon went away
       eventually(() -> s.lost().isPresent(), "session hold lost");
       assertInstanceOf(HoldfastException.Unavailable.class, s.lost().get());
@@ -242,7 +254,7 @@ class SessionTest {
       assertTrue(plain.lost().isEmpty(), "a plain hold is not bound to the connection");
 
       // The next call reconnects; a session hold taken there is fine.
-      Hold again = client.hold("seat", "run-1", List.of("E7")).session().acquire();
+      Hold again = client.hold("seat", "run-1", Target.seats("E7")).session().acquire();
       assertTrue(again.lost().isEmpty());
       client.close();
       assertInstanceOf(HoldfastException.Unavailable.class, again.lost().orElseThrow());
@@ -254,7 +266,7 @@ class SessionTest {
     Daemon d = new Daemon();
     try (ScriptedPeer peer = new ScriptedPeer(d);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      Hold s = client.hold("seat", "run-1", List.of("E7")).session().acquire();
+      Hold s = client.hold("seat", "run-1", Target.seats("E7")).session().acquire();
       peer.send(
           d.conn,
           Response.newBuilder()
@@ -272,7 +284,7 @@ class SessionTest {
     try (ScriptedPeer peer = new ScriptedPeer(d);
         HoldfastClient client =
             HoldfastClient.builder(peer.path).defaultTimeout(Duration.ofSeconds(2)).build()) {
-      client.hold("seat", "run-1", List.of("E7")).waitFor(Duration.ofSeconds(3)).acquire();
+      client.hold("seat", "run-1", Target.seats("E7")).waitFor(Duration.ofSeconds(3)).acquire();
       Request req = d.requests.take();
       assertEquals(3000, req.getHold().getWaitMs());
       int min = 3000 + (int) HoldfastClient.WAIT_MARGIN.toMillis();
@@ -282,7 +294,7 @@ class SessionTest {
 
       // A longer deadline of the caller's stays; the wait goes with a session hold too.
       client
-          .hold("seat", "run-1", List.of("E8"))
+          .hold("seat", "run-1", Target.seats("E8"))
           .session()
           .waitFor(Duration.ofMillis(1500))
           .timeout(Duration.ofSeconds(20))
@@ -295,13 +307,13 @@ class SessionTest {
       assertTrue(req.getTimeoutMs() > 19000, "timeout_ms " + req.getTimeoutMs());
 
       // No wait: no wait_ms, the default deadline.
-      client.hold("seat", "run-1", List.of("E9")).acquire();
+      client.hold("seat", "run-1", Target.seats("E9")).acquire();
       req = d.requests.take();
       assertEquals(0, req.getHold().getWaitMs());
       assertTrue(req.getTimeoutMs() <= 2000, "timeout_ms " + req.getTimeoutMs());
       assertThrows(
           IllegalArgumentException.class,
-          () -> client.hold("seat", "run-1", List.of("E9")).waitFor(Duration.ofMillis(-1)));
+          () -> client.hold("seat", "run-1", Target.seats("E9")).waitFor(Duration.ofMillis(-1)));
     }
   }
 
@@ -312,7 +324,7 @@ class SessionTest {
     try (ScriptedPeer peer = new ScriptedPeer(d);
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
       client
-          .hold("seat", "run-2026-12-01-KTX101", List.of("E7"))
+          .hold("seat", "run-2026-12-01-KTX101", Target.seats("E7"))
           .ttl(Duration.ofMinutes(1))
           .waitFor(Duration.ofSeconds(3))
           .correlationId("wait-1")

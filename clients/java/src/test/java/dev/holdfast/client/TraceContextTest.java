@@ -118,7 +118,7 @@ class TraceContextTest {
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
       Hold h;
       try (Scope ignored = span(trace, "00000000000000a1", true).makeCurrent()) {
-        h = client.hold("seat", "p", List.of("E7"), Duration.ofMinutes(1));
+        h = client.hold("seat", "p", Target.seats("E7")).ttl(Duration.ofMinutes(1)).acquire();
       }
       try (Scope ignored = span(trace, "00000000000000b2", true).makeCurrent()) {
         h.extend(Duration.ofSeconds(1));

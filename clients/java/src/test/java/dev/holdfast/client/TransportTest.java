@@ -60,12 +60,12 @@ class TransportTest {
                   }
                 });
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      List<CompletableFuture<HealthResponse>> futures = new ArrayList<>();
+      List<CompletableFuture<Health>> futures = new ArrayList<>();
       for (int i = 0; i < n; i++) {
         futures.add(client.healthAsync(new CallOptions(Duration.ofSeconds(5), "caller-" + i)));
       }
       for (int i = 0; i < n; i++) {
-        assertEquals("caller-" + i, futures.get(i).get(5, TimeUnit.SECONDS).getVersion());
+        assertEquals("caller-" + i, futures.get(i).get(5, TimeUnit.SECONDS).version());
       }
     }
   }
@@ -95,9 +95,8 @@ class TransportTest {
       assertTrue(ms > 0 && ms <= 150, "timeout_ms sent = " + ms);
 
       Thread.sleep(350); // the late answer arrives and must be dropped
-      HealthResponse h =
-          client.healthAsync(CallOptions.defaults().withCorrelationId("second")).join();
-      assertEquals("second", h.getVersion());
+      Health h = client.healthAsync(CallOptions.defaults().withCorrelationId("second")).join();
+      assertEquals("second", h.version());
     }
   }
 
@@ -116,7 +115,7 @@ class TransportTest {
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
       HoldfastException e = assertThrows(HoldfastException.Unavailable.class, client::health);
       assertTrue(e.getMessage().contains("outcome is unknown"), e.getMessage());
-      assertTrue(client.health().getLive());
+      assertTrue(client.health().live());
     }
   }
 
@@ -166,7 +165,8 @@ class TransportTest {
         ids.add(String.format("resource-%03d", i));
       }
       HoldfastException e =
-          assertThrows(HoldfastException.class, () -> client.hold("seat", "p", ids, null));
+          assertThrows(
+              HoldfastException.class, () -> client.hold("seat", "p", Target.seats(ids)).acquire());
       assertEquals(Code.CODE_RESOURCE_EXHAUSTED, e.getCode());
       assertEquals(0, seen.get(), "oversized request reached the socket");
     }
@@ -191,12 +191,11 @@ class TransportTest {
           assertThrows(
               HoldfastException.HeldByAnother.class,
               () ->
-                  client.hold(
-                      "seat",
-                      "run-1",
-                      List.of("E7", "E8"),
-                      Duration.ofMinutes(1),
-                      CallOptions.defaults().withCorrelationId("trace-1")));
+                  client
+                      .hold("seat", "run-1", Target.seats("E7", "E8"))
+                      .ttl(Duration.ofMinutes(1))
+                      .options(CallOptions.defaults().withCorrelationId("trace-1"))
+                      .acquire());
       assertEquals(Code.CODE_HELD_BY_ANOTHER, e.getCode());
       assertEquals("E8", e.getResourceId());
       assertEquals("trace-1", e.getCorrelationId());
@@ -210,14 +209,14 @@ class TransportTest {
     BlockingQueue<Request> got = new ArrayBlockingQueue<>(1);
     try (ScriptedPeer peer = new ScriptedPeer((p, c, req) -> got.add(req))) { // never answers
       HoldfastClient client = HoldfastClient.builder(peer.path).build();
-      CompletableFuture<HealthResponse> inFlight = client.healthAsync(null);
+      CompletableFuture<Health> inFlight = client.healthAsync(null);
       got.take();
       client.close();
       assertInstanceOf(HoldfastException.ClientClosed.class, failure(inFlight));
       HoldfastException e =
           assertThrows(
               HoldfastException.ClientClosed.class,
-              () -> client.hold("seat", "p", List.of("A1"), null));
+              () -> client.hold("seat", "p", Target.seats("A1")).acquire());
       assertTrue(e.getMessage().contains("client is closed"), e.getMessage());
       client.close(); // idempotent
     }
@@ -247,7 +246,8 @@ class TransportTest {
                   p.send(c, r.build());
                 });
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      try (Hold h = client.hold("seat", "run-1", List.of("E7"), Duration.ofMinutes(1))) {
+      try (Hold h =
+          client.hold("seat", "run-1", Target.seats("E7")).ttl(Duration.ofMinutes(1)).acquire()) {
         assertEquals(token, h.token());
         assertEquals(1764412345678901L, h.fence());
         assertEquals(Duration.ofMinutes(1), h.ttl());
@@ -258,7 +258,7 @@ class TransportTest {
       Request release = releases.poll(5, TimeUnit.SECONDS);
       assertEquals(token, release.getRelease().getToken(), "try-with-resources released the hold");
 
-      Hold confirmedLater = client.hold("seat", "run-1", List.of("E9"), null);
+      Hold confirmedLater = client.hold("seat", "run-1", Target.seats("E9")).acquire();
       confirmedLater.release();
       releases.take();
       confirmedLater.close(); // already released: nothing more is sent
@@ -268,10 +268,10 @@ class TransportTest {
 
   @Test
   void timeoutMsRoundsUpAndStaysInUint32() {
-    assertEquals(1, HoldfastClient.timeoutMs(1));
-    assertEquals(2, HoldfastClient.timeoutMs(1_000_001));
-    assertEquals(0xFFFF_FFFFL, Integer.toUnsignedLong(HoldfastClient.timeoutMs(Long.MAX_VALUE)));
-    assertEquals(0, HoldfastClient.ttlMs(null));
-    assertEquals(1500, HoldfastClient.ttlMs(Duration.ofMillis(1500)));
+    assertEquals(1, Transport.timeoutMs(1));
+    assertEquals(2, Transport.timeoutMs(1_000_001));
+    assertEquals(0xFFFF_FFFFL, Integer.toUnsignedLong(Transport.timeoutMs(Long.MAX_VALUE)));
+    assertEquals(0, Transport.ttlMs(null));
+    assertEquals(1500, Transport.ttlMs(Duration.ofMillis(1500)));
   }
 }

@@ -44,7 +44,8 @@ class WithoutOpenTelemetryTest {
                   p.send(c, r.build());
                 });
         HoldfastClient client = HoldfastClient.builder(peer.path).build()) {
-      try (Hold h = client.hold("seat", "p", List.of("E7"), Duration.ofMinutes(1))) {
+      try (Hold h =
+          client.hold("seat", "p", Target.seats("E7")).ttl(Duration.ofMinutes(1)).acquire()) {
         assertEquals(1, h.fence());
       }
       client.health(CallOptions.defaults().withTraceParent(tp));

@@ -2,6 +2,7 @@ package dev.holdfast.bench;
 
 import dev.holdfast.client.Hold;
 import dev.holdfast.client.HoldfastClient;
+import dev.holdfast.client.Target;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -64,9 +65,9 @@ public final class PairsBench {
 
     PairFactory holdfast =
         t -> {
-          List<String> ids = List.of("bench-java-" + run + "-" + t);
+          Target seat = Target.seats("bench-java-" + run + "-" + t);
           return () -> {
-            Hold h = hf.hold("seat", "bench", ids, TTL);
+            Hold h = hf.hold("seat", "bench", seat).ttl(TTL).acquire();
             h.release();
           };
         };
