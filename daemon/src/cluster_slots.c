@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "address.h"
+
 uint16_t hf_crc16_xmodem(const void *buf, size_t len) {
     const unsigned char *p = buf;
     uint16_t crc = 0;
@@ -29,11 +31,11 @@ unsigned hf_cluster_keyslot(const char *key, size_t len) {
 }
 
 void hf_cluster_addr_host(const char *addr, char *out, size_t outlen) {
-    const char *colon = strrchr(addr, ':');
-    size_t n = colon && strncmp(addr, "unix:", 5) != 0 ? (size_t)(colon - addr) : 0;
-    if (n >= outlen) n = outlen - 1;
-    memcpy(out, addr, n);
-    out[n] = '\0';
+    struct hf_address a;
+    const char *why;
+    bool tcp = hf_address_parse(addr, &a, &why) && !a.is_unix;
+    /* Brackets kept: the host goes back into "host:port" (hf_cluster_addr_format). */
+    snprintf(out, outlen, tcp && a.bracketed ? "[%s]" : "%s", tcp ? a.host : "");
 }
 
 bool hf_cluster_addr_format(char *out, size_t outlen, const char *host, size_t hostlen,

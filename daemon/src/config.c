@@ -6,7 +6,6 @@
  * and the settings table in docs/operations.md. */
 #include "config.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <lauxlib.h>
 #include <lua.h>
@@ -16,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "address.h"
 #include "lua_sandbox.h"
 #include "validate.h"
 
@@ -590,35 +590,28 @@ static bool read_namespaces(struct load *ctx, lua_State *L, struct hf_config *cf
     return true;
 }
 
-static bool valid_redis_address(const char *a) {
-    return strncmp(a, "unix:", 5) == 0 || strrchr(a, ':') != NULL;
+/* Why a Redis node's address cannot be used; NULL when it can. */
+static const char *redis_address_problem(const char *text) {
+    struct hf_address a;
+    const char *why = NULL;
+    return hf_address_parse(text, &a, &why) ? NULL : why;
 }
 
-/* "a.b.c.d:port" or "[v6]:port", numeric (http.c binds it as it is). */
-static bool valid_http_address(const char *a) {
-    char host[64];
-    const char *port;
-    size_t host_len;
-    int family = a[0] == '[' ? AF_INET6 : AF_INET;
-    if (family == AF_INET6) {
-        const char *end = strchr(a, ']');
-        if (!end || end[1] != ':') return false;
-        host_len = (size_t)(end - a - 1);
-        a++;
-        port = end + 2;
-    } else {
-        const char *colon = strrchr(a, ':');
-        if (!colon) return false;
-        host_len = (size_t)(colon - a);
-        port = colon + 1;
-    }
-    if (host_len == 0 || host_len >= sizeof host) return false;
-    memcpy(host, a, host_len);
-    host[host_len] = '\0';
-    size_t digits = strspn(port, "0123456789");
-    if (digits == 0 || digits > 5 || port[digits] || strtol(port, NULL, 10) > 65535) return false;
-    unsigned char addr[sizeof(struct in6_addr)];
-    return inet_pton(family, host, addr) == 1;
+/* Why the HTTP listener's address cannot be bound as it is (http.c binds
+ * it without a lookup); NULL when it can. */
+static const char *http_address_problem(const char *text) {
+    struct hf_address a;
+    struct sockaddr_storage ss;
+    const char *why = NULL;
+    if (!hf_address_parse(text, &a, &why) || !hf_address_sockaddr(&a, &ss, &why)) return why;
+    return NULL;
+}
+
+/* A Redis address already checked by redis_address_problem. */
+static bool is_unix_address(const char *text) {
+    struct hf_address a;
+    const char *why;
+    return hf_address_parse(text, &a, &why) && a.is_unix;
 }
 
 static bool validate_redis_tls(struct load *ctx, const struct hf_config *cfg) {
@@ -641,10 +634,10 @@ static bool validate_redis_tls(struct load *ctx, const struct hf_config *cfg) {
         return true;
     }
     /* Redis serves TLS on its tls-port, never on a Unix socket. */
-    if (strncmp(cfg->redis_address, "unix:", 5) == 0)
+    if (is_unix_address(cfg->redis_address))
         return fail(ctx, "redis.address", "must be \"host:port\" with redis.tls");
     for (size_t i = 0; i < cfg->n_redis_seeds; i++) {
-        if (strncmp(cfg->redis_seeds[i], "unix:", 5) != 0) continue;
+        if (!is_unix_address(cfg->redis_seeds[i])) continue;
         char key[64];
         snprintf(key, sizeof key, "redis.seeds[%zu]", i + 1);
         return fail(ctx, key, "must be \"host:port\" with redis.tls");
@@ -656,6 +649,30 @@ static bool validate_redis_tls(struct load *ctx, const struct hf_config *cfg) {
     return true;
 }
 
+/* Every Redis node the file names. */
+static bool validate_redis_addresses(struct load *ctx, const struct hf_config *cfg) {
+    const char *why = redis_address_problem(cfg->redis_address);
+    if (why) return fail(ctx, "redis.address", "must be \"unix:/path\" or \"host:port\" (%s)", why);
+    for (size_t i = 0; i < cfg->n_redis_seeds; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "redis.seeds[%zu]", i + 1);
+        why = redis_address_problem(cfg->redis_seeds[i]);
+        if (why) return fail(ctx, key, "must be \"unix:/path\" or \"host:port\" (%s)", why);
+    }
+    return true;
+}
+
+static bool validate_metrics_http(struct load *ctx, const struct hf_config *cfg) {
+    const char *why = http_address_problem(cfg->metrics_http_address);
+    if (why)
+        return fail(ctx, "metrics.http_address",
+                    "must be \"IPv4:port\" or \"[IPv6]:port\" with a numeric address, such as "
+                    "\"127.0.0.1:9464\" (%s)", why);
+    if (!cfg->metrics_http && strcmp(cfg->metrics_http_address, HTTP_ADDRESS_DEFAULT) != 0)
+        return fail(ctx, "metrics.http_address", "is only used with metrics.http = true");
+    return true;
+}
+
 static bool validate_whole(struct load *ctx, struct hf_config *cfg) {
     if (cfg->default_timeout_ms > cfg->max_timeout_ms)
         return fail(ctx, "limits.default_timeout_ms", "must not exceed limits.max_timeout_ms (%u)",
@@ -663,14 +680,7 @@ static bool validate_whole(struct load *ctx, struct hf_config *cfg) {
     if (cfg->min_timeout_ms > cfg->default_timeout_ms)
         return fail(ctx, "limits.min_timeout_ms", "must not exceed limits.default_timeout_ms (%u)",
                     cfg->default_timeout_ms);
-    if (!valid_redis_address(cfg->redis_address))
-        return fail(ctx, "redis.address", "must be \"unix:/path\" or \"host:port\"");
-    for (size_t i = 0; i < cfg->n_redis_seeds; i++) {
-        char key[64];
-        snprintf(key, sizeof key, "redis.seeds[%zu]", i + 1);
-        if (!valid_redis_address(cfg->redis_seeds[i]))
-            return fail(ctx, key, "must be \"unix:/path\" or \"host:port\"");
-    }
+    if (!validate_redis_addresses(ctx, cfg)) return false;
     if (cfg->n_redis_seeds && !cfg->redis_cluster)
         return fail(ctx, "redis.seeds", "is only used with redis.cluster = true");
     if (cfg->redis_cluster && cfg->redis_db != 0)
@@ -678,12 +688,7 @@ static bool validate_whole(struct load *ctx, struct hf_config *cfg) {
     if (!validate_redis_tls(ctx, cfg)) return false;
     if (strlen(cfg->socket_path) >= 108)
         return fail(ctx, "socket.path", "longer than a Unix socket path may be (107 bytes)");
-    if (!valid_http_address(cfg->metrics_http_address))
-        return fail(ctx, "metrics.http_address",
-                    "must be \"IPv4:port\" or \"[IPv6]:port\" with a numeric address, such as "
-                    "\"127.0.0.1:9464\"");
-    if (!cfg->metrics_http && strcmp(cfg->metrics_http_address, HTTP_ADDRESS_DEFAULT) != 0)
-        return fail(ctx, "metrics.http_address", "is only used with metrics.http = true");
+    if (!validate_metrics_http(ctx, cfg)) return false;
     for (size_t i = 0; i < cfg->n_namespaces; i++) {
         if (cfg->namespaces[i].kind != HF_KIND_POOLS || cfg->pg_dsn) continue;
         char key[300];

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "address.h"
 #include "log.h"
 #include "metrics.h"
 #include "redis_front.h"
@@ -41,44 +42,7 @@ struct hf_http {
     int open_handles;
 };
 
-/* ---- the address ---- */
-
-/* "a.b.c.d:port" or "[v6]:port" -> *ss; false if it is neither. */
-static bool parse_address(const char *a, struct sockaddr_storage *ss) {
-    char host[INET6_ADDRSTRLEN];
-    const char *port;
-    size_t host_len;
-    bool v6 = a[0] == '[';
-    if (v6) {
-        const char *end = strchr(a, ']');
-        if (!end || end[1] != ':') return false;
-        host_len = (size_t)(end - a - 1);
-        a++;
-        port = end + 2;
-    } else {
-        const char *colon = strrchr(a, ':');
-        if (!colon) return false;
-        host_len = (size_t)(colon - a);
-        port = colon + 1;
-    }
-    if (host_len == 0 || host_len >= sizeof host) return false;
-    memcpy(host, a, host_len);
-    host[host_len] = '\0';
-    if (!*port || strlen(port) > 5 || strspn(port, "0123456789") != strlen(port)) return false;
-    long p = strtol(port, NULL, 10);
-    if (p > 65535) return false;
-    memset(ss, 0, sizeof *ss);
-    if (v6) {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons((uint16_t)p);
-        return inet_pton(AF_INET6, host, &s6->sin6_addr) == 1;
-    }
-    struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
-    s4->sin_family = AF_INET;
-    s4->sin_port = htons((uint16_t)p);
-    return inet_pton(AF_INET, host, &s4->sin_addr) == 1;
-}
+/* ---- the peer, for the log ---- */
 
 static void format_peer(const struct sockaddr *sa, char *out, size_t len) {
     snprintf(out, len, "-");
@@ -234,8 +198,10 @@ static void mhd_log(void *cls, const char *fmt, va_list ap) {
 
 struct hf_http *hf_http_create(struct hf_daemon *d, const char *address) {
     struct sockaddr_storage ss;
-    if (!parse_address(address, &ss)) {
-        log_error("metrics.http: cannot use address %s", address);
+    struct hf_address a;
+    const char *why;
+    if (!hf_address_parse(address, &a, &why) || !hf_address_sockaddr(&a, &ss, &why)) {
+        log_error("metrics.http: cannot use address %s: %s", address, why);
         return NULL;
     }
     struct hf_http *h = calloc(1, sizeof *h);

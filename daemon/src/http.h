@@ -8,8 +8,9 @@
 
 struct hf_http;
 
-/* Listen on `address` ("IPv4:port" or "[IPv6]:port", numeric, as config.c
- * checks it; port 0 takes a free port, which the start-up line logs) and
+/* Listen on `address` ("IPv4:port" or "[IPv6]:port", numeric, read by
+ * address.c as config.c checked it; port 0 takes a free port, which the
+ * start-up line logs) and
  * serve from d's loop. NULL on failure, logged. */
 struct hf_http *hf_http_create(struct hf_daemon *d, const char *address);
 /* The port it listens on (the chosen one when the address said 0). */

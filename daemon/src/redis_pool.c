@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "address.h"
 #include "backoff.h"
 #include "log.h"
 #include "metrics.h"
@@ -676,17 +677,12 @@ static void on_backoff(uv_timer_t *t) { conn_start(t->data); }
 /* "host:port" into host (without the brackets of "[::1]:6379") and port;
  * "unix:/path" leaves host NULL. -1: not an address (config.c checks them). */
 static int parse_address(struct hf_redis_pool *pool) {
-    const char *a = pool->address;
-    if (strncmp(a, "unix:", 5) == 0) return 0;
-    const char *colon = strrchr(a, ':');
-    if (!colon) return -1;
-    size_t hl = (size_t)(colon - a);
-    if (hl >= 2 && a[0] == '[' && a[hl - 1] == ']') {
-        a++;
-        hl -= 2;
-    }
-    pool->host = strndup(a, hl);
-    pool->port = atoi(colon + 1);
+    struct hf_address a;
+    const char *why;
+    if (!hf_address_parse(pool->address, &a, &why)) return -1;
+    if (a.is_unix) return 0;
+    pool->host = strdup(a.host);
+    pool->port = a.port;
     return pool->host ? 0 : -1;
 }
 
