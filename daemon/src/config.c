@@ -16,7 +16,9 @@
 #include <string.h>
 
 #include "address.h"
+#include "busy_poll.h"
 #include "lua_sandbox.h"
+#include "token.h"
 #include "validate.h"
 
 /* The load's budgets (a kept sandbox gets the hooks' own, lua_sandbox.h). */
@@ -28,6 +30,10 @@
 enum field_type { F_UINT, F_BOOL, F_STRING, F_MODE, F_ENUM, F_ID_LIST, F_FUNCTION,
                   F_STRING_LIST };
 
+/* Pushes a setting that another module keeps (log.c's level, say) from cfg
+ * into that module; NULL, or why it could not. */
+typedef const char *apply_fn(const struct hf_config *cfg);
+
 struct field {
     const char *name;         /* dotted, as in messages and docs; its last part is the key */
     enum field_type type;
@@ -37,11 +43,17 @@ struct field {
     uint32_t min, max;        /* F_UINT */
     const char *const *names; /* F_ENUM, NULL-terminated */
     bool restart;             /* read only at start-up: a reload warns instead */
+    apply_fn *apply;          /* NULL, or run by hf_config_apply */
     const char *help;         /* one line for the settings table */
 };
 
-#define RESTART true
-#define RELOAD false
+/* How a row takes effect: RESTART, read at start-up only (a reload that
+ * changes it warns); RELOAD, read from the current config where it is used;
+ * APPLIED(fn), kept by another module, into which fn pushes it whenever a
+ * config is installed (hf_config_apply). */
+#define RESTART true, NULL
+#define RELOAD false, NULL
+#define APPLIED(fn) false, fn
 
 #define CFG(f) offsetof(struct hf_config, f)
 #define NSF(f) offsetof(struct hf_namespace, f)
@@ -176,11 +188,21 @@ static const struct field limits_fields[] = {
              "is answered `UNAVAILABLE` and closed after this long. 0: never."},
 };
 
-/* fingerprint_key reloads through hf_token_set_fingerprint_key (main.c). */
+static const char *apply_log_level(const struct hf_config *cfg) {
+    hf_log_set_level(cfg->log_level);
+    return NULL;
+}
+
+static const char *apply_fingerprint_key(const struct hf_config *cfg) {
+    if (hf_token_set_fingerprint_key(cfg->log_fingerprint_key) == 0) return NULL;
+    return "libsodium initialisation failed";
+}
+
 static const struct field log_fields[] = {
-    {"log.level", F_ENUM, CFG(log_level), HF_LOG_INFO, NULL, 0, 0, level_names, RELOAD,
-     "Least severe level logged."},
-    {"log.fingerprint_key", F_STRING, CFG(log_fingerprint_key), 0, NULL, 0, 0, NULL, RELOAD,
+    {"log.level", F_ENUM, CFG(log_level), HF_LOG_INFO, NULL, 0, 0, level_names,
+     APPLIED(apply_log_level), "Least severe level logged."},
+    {"log.fingerprint_key", F_STRING, CFG(log_fingerprint_key), 0, NULL, 0, 0, NULL,
+     APPLIED(apply_fingerprint_key),
      "Key of the token fingerprints in the log; unset: random per process, so fingerprints "
      "match only within one run."},
     {"log.probes", F_BOOL, CFG(log_probes), 0, NULL, 0, 0, NULL, RELOAD,
@@ -194,9 +216,14 @@ static const struct field log_fields[] = {
      "is logged). 1: every one."},
 };
 
-/* busy_poll.c applies it, at start and on every reload (main.c). */
+static const char *apply_busy_poll(const struct hf_config *cfg) {
+    hf_busy_poll_set(cfg->busy_poll_us);
+    return NULL;
+}
+
 static const struct field loop_fields[] = {
-    {"loop.busy_poll_us", F_UINT, CFG(busy_poll_us), 0, NULL, 0, 1000, NULL, RELOAD,
+    {"loop.busy_poll_us", F_UINT, CFG(busy_poll_us), 0, NULL, 0, 1000, NULL,
+     APPLIED(apply_busy_poll),
      "After taking a request or writing answers, keep polling without sleeping for this "
      "long (µs), yielding the CPU on every empty turn: a lone request no longer pays for "
      "waking the daemon twice (about 30 % off its latency on a virtual machine), but a core "
@@ -993,6 +1020,22 @@ void hf_config_warn_restart_only(const struct hf_config *old_cfg,
     /* Names only: values may be passwords or DSNs with passwords. */
     for (size_t i = 0; i < n; i++)
         log_warn("config reload: %s changed; it takes effect on restart", names[i]);
+}
+
+/* ---- settings kept by other modules ---- */
+
+int hf_config_apply(const struct hf_config *cfg, char *err, size_t errlen) {
+    int rc = 0;
+    for (size_t s = 0; s < N_FIELDS(sections); s++) {
+        for (size_t i = 0; i < sections[s].n; i++) {
+            const struct field *f = &sections[s].fields[i];
+            const char *why = f->apply ? f->apply(cfg) : NULL;
+            if (!why || rc != 0) continue;
+            snprintf(err, errlen, "%s: %s", f->name, why);
+            rc = -1;
+        }
+    }
+    return rc;
 }
 
 /* ---- the settings table for docs/operations.md ---- */

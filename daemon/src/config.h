@@ -139,6 +139,14 @@ size_t hf_config_changes(const struct hf_config *old_cfg, const struct hf_config
 void hf_config_warn_restart_only(const struct hf_config *old_cfg,
                                  const struct hf_config *new_cfg);
 
+/* Push the settings that other modules keep (log.level into log.c,
+ * log.fingerprint_key into token.c, loop.busy_poll_us into busy_poll.c:
+ * the rows with an apply hook in config.c) from cfg: once when the daemon
+ * starts with it, and after every reload that installs it. Every hook
+ * runs; 0, or -1 with the first that failed in err ("log.fingerprint_key:
+ * why"). */
+int hf_config_apply(const struct hf_config *cfg, char *err, size_t errlen);
+
 /* A Markdown table of every setting (name, type, default, bounds, whether a
  * reload applies it, description), as in docs/operations.md. malloc'd, the
  * caller frees; NULL when out of memory. */

@@ -27,7 +27,6 @@
 #include "request.h"
 #include "redis_front.h"
 #include "server.h"
-#include "token.h"
 #include "wake_hub.h"
 
 struct app {
@@ -246,10 +245,8 @@ static void on_reload(uv_signal_t *s, int signum) {
         hf_config_warn_restart_only(app->d.cfg, next);
         hf_config_unref(app->d.cfg);
         app->d.cfg = next;
-        hf_log_set_level(next->log_level);
-        hf_busy_poll_set(next->busy_poll_us);
-        if (hf_token_set_fingerprint_key(next->log_fingerprint_key) != 0)
-            log_warn("config reload: cannot apply log.fingerprint_key");
+        if (hf_config_apply(next, err, sizeof err) != 0)
+            log_warn("config reload: cannot apply %s", err);
         hf_metrics_inc(HF_C_CONFIG_RELOADS);
         log_info("configuration reloaded from %s (%zu namespaces)", next->path,
                  next->n_namespaces);
@@ -267,6 +264,16 @@ static void on_watchdog(uv_timer_t *t) {
     hf_notify_watchdog();
 }
 
+/* Undo the start of run() when the config cannot be applied: only the
+ * loop and its busy-poll handle exist yet. */
+static void free_app_early(struct app *app, struct hf_config *cfg) {
+    hf_busy_poll_close();
+    uv_run(&app->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&app->loop);
+    free(app);
+    hf_config_unref(cfg);
+}
+
 static int run(const char *config_path) {
     char err[1024];
     struct hf_config *cfg = hf_config_load(config_path, err, sizeof err);
@@ -274,20 +281,19 @@ static int run(const char *config_path) {
         fprintf(stderr, "%sholdfastd: %s\n", hf_log_priority(HF_LOG_ERROR), err);
         return 1;
     }
-    hf_log_set_level(cfg->log_level);
-    if (hf_token_init(cfg->log_fingerprint_key) != 0) {
-        log_error("libsodium initialisation failed");
-        hf_config_unref(cfg);
-        return 1;
-    }
-    signal(SIGPIPE, SIG_IGN);
-
     struct app *app = calloc(1, sizeof *app);
     if (!app) {
         hf_config_unref(cfg);
         return 1;
     }
     uv_loop_init(&app->loop);
+    hf_busy_poll_init(&app->loop); /* before the config sets its window */
+    if (hf_config_apply(cfg, err, sizeof err) != 0) {
+        log_error("cannot apply %s", err);
+        free_app_early(app, cfg);
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN);
     app->d.loop = &app->loop;
     app->d.cfg = cfg;
     app->d.ops = hf_ops_table();
@@ -308,8 +314,6 @@ static int run(const char *config_path) {
     app->drain_timer.data = app;
     uv_timer_init(&app->loop, &app->release_timer);
     app->release_timer.data = app;
-    hf_busy_poll_init(&app->loop);
-    hf_busy_poll_set(cfg->busy_poll_us);
     uv_prepare_init(&app->loop, &app->log_flush);
     uv_prepare_start(&app->log_flush, on_log_flush);
     uv_unref((uv_handle_t *)&app->log_flush); /* never keeps the loop alive */

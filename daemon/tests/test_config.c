@@ -427,6 +427,34 @@ static void fingerprint_key_can_change_while_running(void **state) {
     assert_string_equal(keyed, keyed2);
 }
 
+/* The rows with an apply hook reach the modules that keep them (log.c's
+ * level, token.c's key; busy_poll.c's window has nobody to read it here). */
+static void kept_elsewhere_settings_are_applied(void **state) {
+    (void)state;
+    const char *t = "5.AAAAAAAAAAAAAAAAAAAAAA";
+    char err[512] = "", applied[HF_FINGERPRINT_CHARS + 1], keyed[HF_FINGERPRINT_CHARS + 1];
+    struct hf_config *cfg = load("return { namespaces = { a = {} }, loop = { busy_poll_us = 50 },"
+                                 " log = { level = 'error', fingerprint_key = 'k2' } }",
+                                 err);
+    assert_non_null(cfg);
+    assert_int_equal(hf_config_apply(cfg, err, sizeof err), 0);
+    assert_false(hf_log_enabled(HF_LOG_WARN));
+    assert_true(hf_log_enabled(HF_LOG_ERROR));
+    hf_token_fingerprint(t, strlen(t), applied);
+    assert_int_equal(hf_token_set_fingerprint_key("k2"), 0);
+    hf_token_fingerprint(t, strlen(t), keyed);
+    assert_string_equal(applied, keyed);
+    hf_config_unref(cfg);
+    /* The defaults go back in too: a reload that drops a setting resets it. */
+    cfg = load("return { namespaces = { a = {} } }", err);
+    assert_int_equal(hf_config_apply(cfg, err, sizeof err), 0);
+    assert_true(hf_log_enabled(HF_LOG_INFO));
+    assert_false(hf_log_enabled(HF_LOG_DEBUG));
+    hf_token_fingerprint(t, strlen(t), applied);
+    assert_string_not_equal(applied, keyed);
+    hf_config_unref(cfg);
+}
+
 /* ---- the settings table ---- */
 
 /* Splits a table row into its cells (at '|' not escaped as '\|'). */
@@ -538,6 +566,7 @@ int main(void) {
         cmocka_unit_test(lists_and_unset_strings_compare_by_content),
         cmocka_unit_test(warnings_name_settings_never_values),
         cmocka_unit_test(fingerprint_key_can_change_while_running),
+        cmocka_unit_test(kept_elsewhere_settings_are_applied),
         cmocka_unit_test(markdown_lists_every_setting_once),
         cmocka_unit_test(operations_md_has_the_current_table),
     };
