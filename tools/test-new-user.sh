@@ -68,10 +68,10 @@ new_user_python() {
   "${PYTHON:-python3}" -m venv .venv
   .venv/bin/pip install -q --disable-pip-version-check "$root/clients/python"
   cat >app.py <<PY
-from holdfast import Client
+from holdfast import Client, Seats
 with Client() as client:  # \$HOLDFAST_SOCKET
-    hold = client.hold("seat", "$(partition python)", ["A1"], ttl_ms=30_000)
-    print("held", hold.ids, "fence", hold.fence)
+    hold = client.hold("seat", "$(partition python)", Seats(["A1"]), ttl_ms=30_000)
+    print("held", hold.target.ids, "fence", hold.fence)
     print("released", hold.release())
 PY
   .venv/bin/python app.py
@@ -92,10 +92,10 @@ new_user_typescript() {
                        "strict": true, "outDir": "dist" } }
 JSON
   cat >app.ts <<TS
-import { Client } from "holdfast-client";
+import { Client, seats } from "holdfast-client";
 const client = new Client(); // \$HOLDFAST_SOCKET
-const hold = await client.hold("seat", "$(partition typescript)", ["A1"], { ttlMs: 30_000 });
-console.log("held", hold.ids, "fence", hold.fence);
+const hold = await client.hold("seat", "$(partition typescript)", seats(["A1"]), { ttlMs: 30_000 });
+console.log("held", hold.target, "fence", hold.fence);
 console.log("released", await hold.release()); client.close();
 TS
   npx tsc -p tsconfig.json
@@ -123,9 +123,9 @@ func main() {
 	c, err := holdfast.Dial(ctx, os.Getenv("HOLDFAST_SOCKET"))
 	check(err)
 	defer c.Close()
-	h, err := c.Hold(ctx, "seat", "$(partition go)", []string{"A1"}, 30*time.Second)
+	h, err := c.Hold(ctx, "seat", "$(partition go)", holdfast.Seats{"A1"}, 30*time.Second)
 	check(err)
-	fmt.Println("held", h.IDs, "fence", h.Fence)
+	fmt.Println("held", h.Target, "fence", h.Fence)
 	n, err := h.Release(ctx)
 	check(err)
 	fmt.Println("released", n)
@@ -188,13 +188,12 @@ XML
 import dev.holdfast.client.*;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 
 public class Main {
   public static void main(String[] args) {
     try (HoldfastClient client = HoldfastClient.connect(Path.of(System.getenv("HOLDFAST_SOCKET")))) {
-      Hold hold = client.hold("seat", "$(partition java)", List.of("A1"), Duration.ofSeconds(30));
-      System.out.println("held " + hold.ids() + " fence " + hold.fence());
+      Hold hold = client.hold("seat", "$(partition java)", Target.seats("A1")).ttl(Duration.ofSeconds(30)).acquire();
+      System.out.println("held " + hold.target() + " fence " + hold.fence());
       System.out.println("released " + hold.release());
     }
   }
