@@ -211,7 +211,8 @@ static int mark(struct hf_claim *c, uint32_t timeout_ms, hf_redis_cb *cb, void *
     hf_argv_add_str(&args, c->token);
     hf_argv_add_u64(&args, c->target.ns->confirmed_marker_ttl_ms);
     return hf_front_call(c->req->d->redis, NULL, HF_FN_MARK_CONFIRMED,
-                         hf_target_hold_keys(&c->target), &args, timeout_ms, cb, privdata);
+                         hf_keys_run(c->target.keys, 1, c->target.keys->waiters), &args, timeout_ms,
+                         cb, privdata);
 }
 
 static size_t marks_expected(const struct hf_claim *c) { return c->target.n; }

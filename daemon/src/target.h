@@ -127,7 +127,10 @@ void hf_target_load_state(struct hf_target_load *l);
  * step, the answers from the library's codes and from a status reply, the
  * claim statements and the Redis update after them. Each kind fills one
  * table (kind_seats.c, kind_pools.c); hf_target_parse picks it by the
- * namespace's kind, and the ops call these as helpers in straight-line code. */
+ * namespace's kind, and the ops call these as helpers in straight-line code.
+ * A kind calls keys.c, the front end and the request layer, never target.c:
+ * target.c refers to the kinds' tables, and tools/check-calls.py fails on a
+ * circle. */
 
 struct hf_claim;
 
