@@ -5,19 +5,28 @@ on the client."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Awaitable, Optional, Protocol
 
 from . import _model as m
 
-if TYPE_CHECKING:
-    from .aio import AsyncClient
-    from .client import Client
+class _Runs(Protocol):
+    """What an Admin needs of its client: run one call (Client._run)."""
+
+    def _run(self, call: "m.Call[Any]", timeout: Optional[float],
+             correlation_id: Optional[str], traceparent: Optional[str]) -> Any: ...
+
+
+class _RunsAsync(Protocol):
+    """AsyncClient._run."""
+
+    def _run(self, call: "m.Call[Any]", timeout: Optional[float],
+             correlation_id: Optional[str], traceparent: Optional[str]) -> Awaitable[Any]: ...
 
 
 class Admin:
     """`Client.admin`: calls for operators, over the client's connection."""
 
-    def __init__(self, client: "Client") -> None:
+    def __init__(self, client: _Runs) -> None:
         self._client = client
 
     def set_capacity(self, namespace: str, partition: str, pool: str, capacity: int, *,
@@ -43,7 +52,7 @@ class Admin:
 class AsyncAdmin:
     """`AsyncClient.admin`: as Admin, awaited."""
 
-    def __init__(self, client: "AsyncClient") -> None:
+    def __init__(self, client: _RunsAsync) -> None:
         self._client = client
 
     async def set_capacity(self, namespace: str, partition: str, pool: str, capacity: int, *,
