@@ -92,7 +92,9 @@ def test_every_duration_is_parsed_strictly(daemon, value, why):
 def test_duration_units_reach_the_daemon(daemon, value, ms):
     token, r = hold(daemon, "units-" + value, "A1", ttl=value)
     assert fields(r.stdout)["ttl_ms"] == str(ms)
-    r = on(daemon, "extend", "seat", "units-" + value, "A1", "--token-stdin", "--ttl", value,
+    # A hold long enough to outlive a slow (valgrind) build, extended by the value.
+    token, r = hold(daemon, "units-" + value, "A2", ttl="60s")
+    r = on(daemon, "extend", "seat", "units-" + value, "A2", "--token-stdin", "--ttl", value,
            "--timeout", "3s", input=token + "\n")
     assert r.returncode == OK and fields(r.stdout)["ttl_ms"] == str(ms), r
 

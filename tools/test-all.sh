@@ -40,6 +40,10 @@ for t in tools/test-deploy.sh tools/test-clients-*.sh tools/test-new-user.sh; do
 done
 
 echo
-echo "test-all: ${failed_names[*]:+failed suites: ${failed_names[*]}}${failed_names[*]:-every suite passed}"
+if [ "$failed" = 0 ]; then
+  echo "test-all: every suite passed"
+else
+  printf 'test-all: failed suites:'; printf ' [%s]' "${failed_names[@]}"; echo
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" = 0 ]

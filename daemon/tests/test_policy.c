@@ -198,6 +198,20 @@ static void slow_pattern_stops_on_time(void **state) {
 /* A table whose border (#t) is 2^40 though it has 41 entries. */
 #define BORDER "local t = {} for i = 1, 40 do t[1 << i] = i end t[1] = 1 "
 
+/* Whether why contains one of the '|'-separated phrases. */
+static bool says_one_of(const char *why, const char *phrases) {
+    while (*phrases) {
+        const char *bar = strchr(phrases, '|');
+        size_t n = bar ? (size_t)(bar - phrases) : strlen(phrases);
+        char one[128];
+        snprintf(one, sizeof one, "%.*s", (int)n, phrases);
+        if (strstr(why, one))
+            return true;
+        phrases += n + (bar != NULL);
+    }
+    return false;
+}
+
 /* Endless loops end, however they try to carry on. */
 static void endless_loops_end(void **state) {
     (void)state;
@@ -229,7 +243,9 @@ static void endless_loops_end(void **state) {
         /* 512 Ki values need an 8 MiB stack: no block over 1 MiB */
         {"local s = string.rep('0123456789abcdef', 1 << 15) return s:byte(1, -1)",
          "string slice too long"},
-        {"local function f(n) return f(n + 1) + 1 end return f(1)", "not enough memory"},
+        /* which bound a deep recursion meets first depends on the build's speed */
+        {"local function f(n) return f(n + 1) + 1 end return f(1)",
+         "not enough memory|budget exceeded"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char ns[512];
@@ -238,7 +254,7 @@ static void endless_loops_end(void **state) {
         rest();
         struct result r = admit(cfg, "p");
         hf_config_unref(cfg);
-        if (r.verdict != HF_HOOK_FAILED || !strstr(r.why, cases[i].why) ||
+        if (r.verdict != HF_HOOK_FAILED || !says_one_of(r.why, cases[i].why) ||
             r.ms > HF_HOOK_TIME_BUDGET_MS + SLACK_MS)
             fail_msg("%s: verdict %d after %.1f ms: %s", cases[i].code, r.verdict, r.ms, r.why);
     }
